@@ -1,0 +1,312 @@
+"""Loading weights into BERT models from every supported format, and saving them.
+
+Pipeline position: every entry point calls `load_checkpoint` for `--init_checkpoint`;
+pre-training ends with `save_google_checkpoint` so the fine-tuning scripts (and the
+original release's tools) can start from it.
+
+Formats read (detected from the path and the file's contents):
+  * Google's TF1 checkpoints (`bert_model.ckpt` prefix, original variable names; optimizer
+    slots and `global_step` ignored),
+  * Hugging Face `model.safetensors` (with or without the `bert.` prefix), read with
+    `safetensors` only,
+  * this project's TF2 checkpoints (`tf.train.Checkpoint` whose `model` child holds the
+    weights under their canonical names; written by `save_tf2_checkpoint` and training).
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from modeling import checkpoint_mapping as mapping
+from modeling import file_io
+
+GOOGLE = "google_tf1"
+HUGGING_FACE = "hugging_face_safetensors"
+TF2 = "tf2_object"
+
+# Root child under which `save_tf2_checkpoint` (and the training loop) store the weights.
+TF2_WEIGHTS_KEY = "model"
+_TF2_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read, or whose variables do not fit the model."""
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_checkpoint` did.
+
+    Attributes:
+        path: str. The checkpoint that was read.
+        format: str. One of GOOGLE, HUGGING_FACE, TF2.
+        loaded: list of canonical names assigned.
+        not_filled: list of canonical names of model weights the checkpoint lacks (they
+            keep their initial values, e.g. a new task head).
+        unused: list of checkpoint names not used by the model (e.g. pre-training heads
+            when fine-tuning).
+    """
+    path: str
+    format: str
+    loaded: list
+    not_filled: list
+    unused: list
+
+    def summary(self):
+        lines = [f"Loaded {len(self.loaded)} weights from {self.path} ({self.format})."]
+        if self.not_filled:
+            lines.append(f"{len(self.not_filled)} model weights not in the checkpoint (left "
+                         f"at their initial values): {', '.join(self.not_filled)}")
+        if self.unused:
+            lines.append(f"{len(self.unused)} checkpoint variables not used by the model: "
+                         f"{', '.join(self.unused)}")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- readers
+class _Reader:
+    """Name -> numpy array access to one checkpoint, names already canonical."""
+
+    def __init__(self, path, fmt, shapes, getter, rules=None):
+        self.path = path
+        self.format = fmt
+        self.shapes = shapes  # canonical name -> shape (checkpoint layout)
+        self._getter = getter
+        self._rules = rules or {}  # canonical name -> extra rule (Hugging Face transposes)
+
+    def get(self, name):
+        array = self._getter(name)
+        return mapping.apply_rule(array, self._rules.get(name, mapping.IDENTITY))
+
+    def keras_shape(self, name):
+        shape = tuple(self.shapes[name])
+        return shape[::-1] if self._rules.get(name) == mapping.TRANSPOSE else shape
+
+
+def resolve_checkpoint_path(path):
+    """Turns what a user passes as `--init_checkpoint` into (format, concrete path).
+
+    Accepts a checkpoint prefix (`.../bert_model.ckpt`, `.../ckpt-1000`), a prefix's
+    `.index` file, a folder (holding a `checkpoint` state file, exactly one `*.ckpt.index`,
+    or a `model.safetensors`), or a `.safetensors` file.
+    """
+    path = str(path)
+    if path.endswith(".safetensors"):
+        if not tf.io.gfile.exists(path):
+            raise CheckpointError(f"{path}: no such file.")
+        return HUGGING_FACE, path
+    if path.endswith(".index"):
+        path = path[:-len(".index")]
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return _tf_format(latest), latest
+        safetensors = os.path.join(path, "model.safetensors")
+        if tf.io.gfile.exists(safetensors):
+            return HUGGING_FACE, safetensors
+        indexes = tf.io.gfile.glob(os.path.join(path, "*.index"))
+        if len(indexes) == 1:
+            prefix = indexes[0][:-len(".index")]
+            return _tf_format(prefix), prefix
+        raise CheckpointError(
+            f"{path}: a folder with no checkpoint in it that can be chosen unambiguously "
+            f"(found {len(indexes)} *.index files, no 'checkpoint' state file, no "
+            f"model.safetensors). Pass the checkpoint prefix, e.g. {path}/bert_model.ckpt.")
+    if not tf.io.gfile.exists(path + ".index"):
+        raise CheckpointError(
+            f"{path}: not a checkpoint (no {os.path.basename(path)}.index beside it). Pass "
+            f"a prefix such as uncased_L-12_H-768_A-12/bert_model.ckpt, a folder, or a "
+            f"model.safetensors file.")
+    return _tf_format(path), path
+
+
+def _tf_format(prefix):
+    try:
+        names = [n for n, _ in tf.train.list_variables(prefix)]
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"{prefix}: cannot read the checkpoint ({e}).") from e
+    return TF2 if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else GOOGLE
+
+
+def _unescape(component):
+    """Reverses tf.train.Checkpoint's escaping of a child name ('/' -> '.S', '.' -> '..')."""
+    out, i = [], 0
+    while i < len(component):
+        if component[i] == "." and i + 1 < len(component):
+            out.append("/" if component[i + 1] == "S" else component[i + 1])
+            i += 2
+        else:
+            out.append(component[i])
+            i += 1
+    return "".join(out)
+
+
+def open_checkpoint(path):
+    """Opens any supported checkpoint for reading. Returns a `_Reader`."""
+    fmt, path = resolve_checkpoint_path(path)
+    if fmt == HUGGING_FACE:
+        return _open_safetensors(path)
+    reader = tf.train.load_checkpoint(path)
+    shape_map = reader.get_variable_to_shape_map()
+    if fmt == GOOGLE:
+        shapes = {n: s for n, s in shape_map.items()
+                  if not mapping.IGNORED_CHECKPOINT_VARIABLES.search(n)}
+        return _Reader(path, fmt, shapes, reader.get_tensor)
+    prefix = TF2_WEIGHTS_KEY + "/"
+    keys = {}
+    for key in shape_map:
+        if key.startswith(prefix) and key.endswith(_TF2_SUFFIX) and \
+                key.count("/") == 3:  # model/<name>/.ATTRIBUTES/VARIABLE_VALUE
+            keys[_unescape(key[len(prefix):-len(_TF2_SUFFIX)])] = key
+    if not keys:
+        raise CheckpointError(
+            f"{path}: a TF2 object-based checkpoint without this project's '{prefix}' "
+            f"weights (written by other code, e.g. TF Model Garden). Convert it to a Google "
+            f"TF1 checkpoint, or load it with the code that wrote it.")
+    shapes = {n: shape_map[k] for n, k in keys.items()}
+    return _Reader(path, fmt, shapes, lambda n: reader.get_tensor(keys[n]))
+
+
+def _open_safetensors(path):
+    from safetensors import safe_open  # read-only, no pickle: safe on downloaded files
+
+    try:
+        handle = safe_open(path, framework="numpy")
+    except Exception as e:  # safetensors raises its own error types
+        raise CheckpointError(f"{path}: not a readable safetensors file ({e}).") from e
+    shapes, rules, sources, unknown = {}, {}, {}, []
+    for key in handle.keys():
+        target = mapping.hf_to_canonical(key)
+        if target == "ignore":
+            continue
+        if target is None:
+            unknown.append(key)
+            shapes[key] = handle.get_slice(key).get_shape()
+            sources[key] = key
+            continue
+        name, rule = target
+        shapes[name] = handle.get_slice(key).get_shape()
+        rules[name] = rule
+        sources[name] = key
+
+    def get(name):
+        try:
+            return handle.get_tensor(sources[name])
+        except TypeError as e:  # e.g. bfloat16, which numpy cannot hold
+            raise CheckpointError(f"{path}: tensor '{sources[name]}' cannot be read as "
+                                  f"numpy ({e}); convert the file to float32.") from e
+
+    return _Reader(path, HUGGING_FACE, shapes, get, rules)
+
+
+# --------------------------------------------------------------------------- loading
+def load_checkpoint(model, path, strict=False):
+    """Fills `model`'s weights from a checkpoint of any supported format.
+
+    Every model weight whose canonical name is in the checkpoint is assigned; the others
+    keep their values. Shapes must agree exactly.
+
+    Args:
+        model: a `BertEncoder` or a model from `modeling.models`.
+        path: str. See `resolve_checkpoint_path` for what is accepted.
+        strict: bool. Raise unless every model weight was filled. Defaults to False.
+
+    Returns:
+        `LoadReport` (also logged).
+
+    Raises:
+        CheckpointError: unreadable checkpoint; a shape mismatch (naming both variables
+            and both shapes); no variable in common at all; or, if `strict`, any weight
+            not filled.
+    """
+    reader = open_checkpoint(path)
+    targets = mapping.variable_map(model)
+    mismatches, loaded, not_filled = [], [], []
+    for name, (variable, rule) in targets.items():
+        if name not in reader.shapes:
+            not_filled.append(name)
+            continue
+        ckpt_shape = reader.keras_shape(name)
+        ckpt_shape = mapping.apply_rule(np.empty(ckpt_shape, dtype=bool), rule).shape
+        if tuple(ckpt_shape) != tuple(variable.shape):
+            mismatches.append(
+                f"checkpoint variable '{name}' has shape {list(ckpt_shape)} (in the model's "
+                f"layout) but model weight '{variable.path}' has shape {list(variable.shape)}")
+    if mismatches:
+        raise CheckpointError(
+            f"{reader.path}: the checkpoint does not fit this model ({len(mismatches)} shape "
+            f"mismatches). Check that bert_config.json describes this checkpoint "
+            f"(vocab_size, hidden_size, ...):\n  " + "\n  ".join(mismatches))
+    if len(not_filled) == len(targets):
+        raise CheckpointError(
+            f"{reader.path}: no variable of the model is in this checkpoint (it holds e.g. "
+            f"{sorted(reader.shapes)[:5]}). Is it a BERT checkpoint?")
+    for name, (variable, rule) in targets.items():
+        if name in reader.shapes:
+            value = mapping.apply_rule(reader.get(name), rule)
+            variable.assign(value.astype(variable.dtype))
+            loaded.append(name)
+    unused = sorted(set(reader.shapes) - set(targets))
+    report = LoadReport(reader.path, reader.format, loaded, not_filled, unused)
+    logging.info(report.summary())
+    if strict and not_filled:
+        raise CheckpointError(f"{reader.path}: {len(not_filled)} model weights are not in "
+                              f"the checkpoint: {', '.join(not_filled)}")
+    return report
+
+
+# --------------------------------------------------------------------------- saving
+def _canonical_arrays(model):
+    return {name: mapping.invert_rule(np.asarray(variable.numpy()), rule)
+            for name, (variable, rule) in mapping.variable_map(model).items()}
+
+
+def save_google_checkpoint(model, prefix):
+    """Writes `model` as a TF1 checkpoint with the original release's variable names.
+
+    The result loads with the original `modeling.py` (`tf.train.init_from_checkpoint`,
+    `get_assignment_map_from_checkpoint`) and with `load_checkpoint`. Written under a
+    temporary prefix and renamed, so `prefix` is never half-written.
+
+    Returns:
+        str, the prefix written.
+    """
+    prefix = str(prefix)
+    arrays = _canonical_arrays(model)
+    names = sorted(arrays)
+    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
+    tf.io.gfile.makedirs(os.path.dirname(prefix) or ".")
+    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(arrays[n]) for n in names])
+    file_io.publish_checkpoint(tmp_prefix, prefix)
+    return prefix
+
+
+def save_tf2_checkpoint(model, prefix):
+    """Writes `model`'s weights as this project's TF2 checkpoint (canonical names under the
+    root child `model`), atomically. Returns the prefix written."""
+    prefix = str(prefix)
+    weights = {name: variable for name, (variable, _) in mapping.variable_map(model).items()}
+    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
+    tf.train.Checkpoint(**{TF2_WEIGHTS_KEY: weights}).write(tmp_prefix)
+    file_io.publish_checkpoint(tmp_prefix, prefix)
+    return prefix
+
+
+def read_bert_config_beside(path):
+    """Finds the config that ships with a checkpoint (`bert_config.json` or a Hugging
+    Face `config.json` in the same folder), or None."""
+    from modeling.config import BertConfig
+
+    folder = path if tf.io.gfile.isdir(str(path)) else os.path.dirname(str(path))
+    for name in ("bert_config.json", "config.json"):
+        candidate = os.path.join(folder, name)
+        if tf.io.gfile.exists(candidate):
+            return BertConfig.from_json_file(candidate)
+    return None
+
+

@@ -1,0 +1,196 @@
+"""Which checkpoint variable fills which Keras weight: the mapping as data.
+
+Pipeline position: used by `modeling.checkpoint` to load Google TF1 checkpoints, Hugging
+Face safetensors and this project's own TF2 checkpoints into any model of `modeling.models`,
+and to save Google-format checkpoints that the original scripts can load.
+
+Every model variable has one canonical name: the original release's TF1 variable name
+(`bert/encoder/layer_3/attention/self/query/kernel`, `cls/predictions/output_bias`, ...).
+Keras weights are found by attribute path on the model object (not by their Keras names,
+which depend on how a model was wrapped), and Hugging Face names are translated to the
+canonical ones by the rules below.
+"""
+
+import re
+
+import numpy as np
+
+# Rule applied to a checkpoint tensor before it is assigned to the Keras weight.
+IDENTITY = "identity"
+TRANSPOSE = "transpose"  # the original's `output_weights` are [out, in]; Keras is [in, out]
+
+# (canonical TF1 name, attribute path from the encoder, rule)
+ENCODER_TABLE = (
+    ("bert/embeddings/word_embeddings", "embeddings.word_embeddings", IDENTITY),
+    ("bert/embeddings/token_type_embeddings", "embeddings.token_type_embeddings", IDENTITY),
+    ("bert/embeddings/position_embeddings", "embeddings.position_embeddings", IDENTITY),
+    ("bert/embeddings/LayerNorm/gamma", "embeddings.layer_norm.gamma", IDENTITY),
+    ("bert/embeddings/LayerNorm/beta", "embeddings.layer_norm.beta", IDENTITY),
+    ("bert/pooler/dense/kernel", "pooler.kernel", IDENTITY),
+    ("bert/pooler/dense/bias", "pooler.bias", IDENTITY),
+)
+
+# Per Transformer block: (suffix after `bert/encoder/layer_{i}/`, attribute path from the
+# block `encoder.transformer_layers[i]`, rule). All 16 tensors of a block.
+BLOCK_TABLE = (
+    ("attention/self/query/kernel", "self_attention.query.kernel", IDENTITY),
+    ("attention/self/query/bias", "self_attention.query.bias", IDENTITY),
+    ("attention/self/key/kernel", "self_attention.key.kernel", IDENTITY),
+    ("attention/self/key/bias", "self_attention.key.bias", IDENTITY),
+    ("attention/self/value/kernel", "self_attention.value.kernel", IDENTITY),
+    ("attention/self/value/bias", "self_attention.value.bias", IDENTITY),
+    ("attention/output/dense/kernel", "attention_output.kernel", IDENTITY),
+    ("attention/output/dense/bias", "attention_output.bias", IDENTITY),
+    ("attention/output/LayerNorm/gamma", "attention_layer_norm.gamma", IDENTITY),
+    ("attention/output/LayerNorm/beta", "attention_layer_norm.beta", IDENTITY),
+    ("intermediate/dense/kernel", "intermediate.kernel", IDENTITY),
+    ("intermediate/dense/bias", "intermediate.bias", IDENTITY),
+    ("output/dense/kernel", "output_dense.kernel", IDENTITY),
+    ("output/dense/bias", "output_dense.bias", IDENTITY),
+    ("output/LayerNorm/gamma", "output_layer_norm.gamma", IDENTITY),
+    ("output/LayerNorm/beta", "output_layer_norm.beta", IDENTITY),
+)
+
+# Heads: (canonical name, attribute path from the task model, rule), per model class name.
+HEAD_TABLES = {
+    "BertPretrainer": (
+        ("cls/predictions/transform/dense/kernel", "masked_lm.transform.kernel", IDENTITY),
+        ("cls/predictions/transform/dense/bias", "masked_lm.transform.bias", IDENTITY),
+        ("cls/predictions/transform/LayerNorm/gamma",
+         "masked_lm.transform_layer_norm.gamma", IDENTITY),
+        ("cls/predictions/transform/LayerNorm/beta",
+         "masked_lm.transform_layer_norm.beta", IDENTITY),
+        ("cls/predictions/output_bias", "masked_lm.output_bias", IDENTITY),
+        ("cls/seq_relationship/output_weights", "next_sentence.dense.kernel", TRANSPOSE),
+        ("cls/seq_relationship/output_bias", "next_sentence.dense.bias", IDENTITY),
+    ),
+    # run_classifier.py creates these at the root variable scope.
+    "BertClassifier": (
+        ("output_weights", "classifier.dense.kernel", TRANSPOSE),
+        ("output_bias", "classifier.dense.bias", IDENTITY),
+    ),
+    "BertSpanLabeler": (
+        ("cls/squad/output_weights", "span_head.dense.kernel", TRANSPOSE),
+        ("cls/squad/output_bias", "span_head.dense.bias", IDENTITY),
+    ),
+    # The original has no tagging head; these names follow its conventions.
+    "BertTokenClassifier": (
+        ("cls/token_classification/output_weights", "tagger.dense.kernel", TRANSPOSE),
+        ("cls/token_classification/output_bias", "tagger.dense.bias", IDENTITY),
+    ),
+}
+
+# Checkpoint variables that are training state, not weights: never loaded, never reported.
+# `adam_m`/`adam_v` are the original optimizer's slots, `Adam`/`Adam_1` tf.train's.
+IGNORED_CHECKPOINT_VARIABLES = re.compile(
+    r"(^|/)(global_step|beta1_power|beta2_power|good_steps|current_loss_scale|loss_scale)$"
+    r"|/(adam_m|adam_v|Adam|Adam_1|lamb_m|lamb_v|Momentum|accumulator)$"
+    r"|^_CHECKPOINTABLE_OBJECT_GRAPH$")
+
+# Hugging Face `BertModel` / `BertForPreTraining` names -> canonical names. Applied after
+# stripping a leading "bert." (present in task-model files, absent in `BertModel` files).
+# PyTorch `Linear.weight` is [out, in]: a kernel needs a transpose, an `output_weights`
+# (itself [out, in]) does not.
+_HF_RULES = (
+    (r"embeddings\.(word|token_type|position)_embeddings\.weight",
+     r"bert/embeddings/\1_embeddings", IDENTITY),
+    (r"embeddings\.LayerNorm\.(weight|gamma)", r"bert/embeddings/LayerNorm/gamma", IDENTITY),
+    (r"embeddings\.LayerNorm\.(bias|beta)", r"bert/embeddings/LayerNorm/beta", IDENTITY),
+    (r"encoder\.layer\.(\d+)\.(attention\.self\.(?:query|key|value)|attention\.output\.dense"
+     r"|intermediate\.dense|output\.dense)\.weight", r"bert/encoder/layer_\1/\2/kernel",
+     TRANSPOSE),
+    (r"encoder\.layer\.(\d+)\.(attention\.self\.(?:query|key|value)|attention\.output\.dense"
+     r"|intermediate\.dense|output\.dense)\.bias", r"bert/encoder/layer_\1/\2/bias", IDENTITY),
+    (r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(weight|gamma)",
+     r"bert/encoder/layer_\1/\2/LayerNorm/gamma", IDENTITY),
+    (r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(bias|beta)",
+     r"bert/encoder/layer_\1/\2/LayerNorm/beta", IDENTITY),
+    (r"pooler\.dense\.weight", r"bert/pooler/dense/kernel", TRANSPOSE),
+    (r"pooler\.dense\.bias", r"bert/pooler/dense/bias", IDENTITY),
+    (r"cls\.predictions\.transform\.dense\.weight", r"cls/predictions/transform/dense/kernel",
+     TRANSPOSE),
+    (r"cls\.predictions\.transform\.dense\.bias", r"cls/predictions/transform/dense/bias",
+     IDENTITY),
+    (r"cls\.predictions\.transform\.LayerNorm\.(weight|gamma)",
+     r"cls/predictions/transform/LayerNorm/gamma", IDENTITY),
+    (r"cls\.predictions\.transform\.LayerNorm\.(bias|beta)",
+     r"cls/predictions/transform/LayerNorm/beta", IDENTITY),
+    (r"cls\.predictions\.bias", r"cls/predictions/output_bias", IDENTITY),
+    (r"cls\.seq_relationship\.weight", r"cls/seq_relationship/output_weights", IDENTITY),
+    (r"cls\.seq_relationship\.bias", r"cls/seq_relationship/output_bias", IDENTITY),
+    (r"qa_outputs\.weight", r"cls/squad/output_weights", IDENTITY),
+    (r"qa_outputs\.bias", r"cls/squad/output_bias", IDENTITY),
+)
+_HF_COMPILED = tuple((re.compile(p + r"$"), r, rule) for p, r, rule in _HF_RULES)
+# Buffers and tied copies in Hugging Face files that are not separate weights.
+_HF_IGNORED = re.compile(r"(^|\.)(position_ids|token_type_ids)$"
+                         r"|^cls\.predictions\.decoder\.(weight|bias)$")
+
+
+def hf_to_canonical(hf_name):
+    """Maps a Hugging Face tensor name to (canonical name, rule), or None if not a weight
+    this project models, or "ignore" for buffers and tied copies.
+
+    Example: `encoder.layer.0.attention.self.query.weight` ->
+    (`bert/encoder/layer_0/attention/self/query/kernel`, "transpose").
+    """
+    name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
+    if _HF_IGNORED.search(name):
+        return "ignore"
+    for pattern, replacement, rule in _HF_COMPILED:
+        if pattern.match(name):
+            canonical = pattern.sub(replacement, name).replace(".", "/")
+            return canonical, rule
+    return None
+
+
+def _resolve(obj, dotted):
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def variable_map(model):
+    """Canonical name -> (Keras variable, rule) for every weight of `model`.
+
+    Args:
+        model: a `BertEncoder` or one of the models in `modeling.models`.
+
+    Returns:
+        dict, in a stable order: encoder weights, then head weights.
+    """
+    from modeling.encoder import BertEncoder  # late import: avoids an import cycle
+
+    encoder = model if isinstance(model, BertEncoder) else model.encoder
+    result = {}
+    for name, path, rule in ENCODER_TABLE:
+        result[name] = (_resolve(encoder, path), rule)
+    for i, block in enumerate(encoder.transformer_layers):
+        for suffix, path, rule in BLOCK_TABLE:
+            result[f"bert/encoder/layer_{i}/{suffix}"] = (_resolve(block, path), rule)
+    if model is not encoder:
+        table = None
+        for cls in type(model).__mro__:
+            table = HEAD_TABLES.get(cls.__name__)
+            if table is not None:
+                break
+        if table is None:
+            raise TypeError(f"No checkpoint mapping for {type(model).__name__}; add its "
+                            f"heads to HEAD_TABLES in modeling/checkpoint_mapping.py.")
+        for name, path, rule in table:
+            result[name] = (_resolve(model, path), rule)
+    covered = {id(v) for v, _ in result.values()}
+    unmapped = [v.path for v in model.weights if id(v) not in covered]
+    if unmapped:  # a new layer was added without a mapping: fail loudly, not silently skip
+        raise AssertionError(f"Weights without a checkpoint name: {unmapped}")
+    return result
+
+
+def apply_rule(array, rule):
+    """Checkpoint layout -> Keras layout."""
+    return np.transpose(array) if rule == TRANSPOSE else array
+
+
+def invert_rule(array, rule):
+    """Keras layout -> checkpoint layout (both rules are their own inverse)."""
+    return np.transpose(array) if rule == TRANSPOSE else array

@@ -1,0 +1,180 @@
+"""`BertEncoder`: the BERT Transformer network (embeddings, L blocks, pooler).
+
+Pipeline position: the shared core of every model in this project. `BertPretrainer` adds
+the pre-training heads, the task models add theirs; checkpoints of every supported format
+load into it (`modeling.checkpoint`).
+"""
+
+import keras
+from keras import ops
+
+from modeling.config import BertConfig
+from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
+from modeling.layers.initializers import truncated_normal
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertEncoder(keras.Model):
+    """The BERT encoder of Devlin et al., 2018 (https://arxiv.org/abs/1810.04805).
+
+    A functional Keras model. Construct it from a `BertConfig` (`BertEncoder(config)`) or
+    from keyword arguments (`BertEncoder(**config.encoder_kwargs())`).
+
+    Args:
+        vocab_size: int, or a `BertConfig` (then every other argument comes from it).
+        hidden_size: int. Defaults to 768.
+        num_layers: int. Number of Transformer blocks. Defaults to 12.
+        num_attention_heads: int. Defaults to 12.
+        intermediate_size: int. Defaults to 3072.
+        hidden_act: str. Defaults to "gelu" (tanh approximation, as the original).
+        hidden_dropout_prob: float. Defaults to 0.1.
+        attention_probs_dropout_prob: float. Defaults to 0.1.
+        max_position_embeddings: int. Defaults to 512.
+        type_vocab_size: int. Defaults to 16.
+        initializer_range: float. Defaults to 0.02.
+
+    Call arguments:
+        inputs: dict of int32 Tensors of shape [batch_size, seq_length]: "input_ids",
+            "input_mask" (1 for real tokens, 0 for padding) and "segment_ids".
+        training: bool. Dropout is active only when True.
+
+    Returns:
+        dict with "sequence_output" (float [batch_size, seq_length, hidden_size], the last
+        block), "pooled_output" (float [batch_size, hidden_size], tanh dense on [CLS]),
+        "encoder_outputs" (list of num_layers float [batch_size, seq_length, hidden_size],
+        one per block) and "embedding_output" (float [batch_size, seq_length, hidden_size]).
+
+    Example:
+    ```python
+    config = modeling.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                 num_attention_heads=4, intermediate_size=64)
+    encoder = modeling.BertEncoder(config)
+    ids = np.array([[101, 7, 8, 102, 0]], "int32")
+    out = encoder({"input_ids": ids, "input_mask": (ids > 0).astype("int32"),
+                   "segment_ids": np.zeros_like(ids)})
+    out["pooled_output"].shape  # (1, 32)
+    ```
+    """
+
+    def __init__(self, vocab_size, hidden_size=768, num_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
+                 attention_probs_dropout_prob=0.1, max_position_embeddings=512,
+                 type_vocab_size=16, initializer_range=0.02, dtype=None, **kwargs):
+        if isinstance(vocab_size, BertConfig):
+            return self.__init__(**vocab_size.encoder_kwargs(), dtype=dtype, **kwargs)
+        # Validate through BertConfig so that constructor arguments get the same checks
+        # (and messages) as a bert_config.json.
+        BertConfig(vocab_size=vocab_size, hidden_size=hidden_size,
+                   num_hidden_layers=num_layers, num_attention_heads=num_attention_heads,
+                   intermediate_size=intermediate_size, hidden_act=hidden_act,
+                   hidden_dropout_prob=hidden_dropout_prob,
+                   attention_probs_dropout_prob=attention_probs_dropout_prob,
+                   max_position_embeddings=max_position_embeddings,
+                   type_vocab_size=type_vocab_size, initializer_range=initializer_range,
+                   source="BertEncoder arguments")
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
+            hidden_dropout_prob, initializer_range, dtype=dtype, name="embeddings")
+        blocks = [
+            TransformerBlock(hidden_size, num_attention_heads, intermediate_size, hidden_act,
+                             hidden_dropout_prob, attention_probs_dropout_prob,
+                             initializer_range, dtype=dtype, name=f"transformer_layer_{i}")
+            for i in range(num_layers)
+        ]
+        pooler = keras.layers.Dense(hidden_size, activation="tanh",
+                                    kernel_initializer=truncated_normal(initializer_range),
+                                    dtype=dtype, name="pooler")
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+        mask_adder = attention_mask_adder(inputs["input_mask"])
+        x = embedding_output
+        encoder_outputs = []
+        for block in blocks:
+            x = block(x, mask_adder)
+            encoder_outputs.append(x)
+        pooled_output = pooler(ops.take(x, 0, axis=1))  # the [CLS] vector
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    def call(self, inputs, training=None, mask=None):
+        # Select the inputs by name: given a dict with extra keys (such as a whole
+        # pre-training batch), Keras's functional model would otherwise pair tensors with
+        # inputs by position and compute garbage.
+        if not isinstance(inputs, dict):
+            raise TypeError(f"BertEncoder takes a dict with {list(INPUT_NAMES)}, got "
+                            f"{type(inputs).__name__}.")
+        missing = [name for name in INPUT_NAMES if name not in inputs]
+        if missing:
+            raise ValueError(f"BertEncoder inputs lack {missing}; expected a dict with "
+                             f"{list(INPUT_NAMES)} (int32, [batch_size, seq_length]).")
+        inputs = {name: inputs[name] for name in INPUT_NAMES}
+        return super().call(inputs, training=training, mask=mask)
+
+    @property
+    def word_embeddings(self):
+        """The [vocab_size, hidden_size] table, shared with the masked-LM output layer."""
+        return self.embeddings.word_embeddings
+
+    def bert_config(self):
+        """The `BertConfig` this encoder was built from (for writing bert_config.json)."""
+        return BertConfig(
+            vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+            num_hidden_layers=self.num_layers, num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            max_position_embeddings=self.max_position_embeddings,
+            type_vocab_size=self.type_vocab_size, initializer_range=self.initializer_range)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers,
+            "num_attention_heads": self.num_attention_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": self.hidden_act,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,59 @@
+"""Classification / regression head on the pooled [CLS] vector.
+
+Pipeline position: next-sentence prediction in pre-training (2 classes, no dropout) and
+sequence classification or regression in fine-tuning (GLUE, XNLI).
+"""
+
+import keras
+
+from modeling.layers.initializers import truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class ClassificationHead(keras.layers.Layer):
+    """Dropout then one dense layer to `num_classes` logits (1 for regression).
+
+    The original stores this layer's weights as `output_weights [num_classes, hidden]`
+    (`[out, in]`); here the kernel is a Keras `[in, out]` kernel, and the checkpoint
+    mapping transposes.
+
+    Args:
+        num_classes: int. Number of logits.
+        dropout_rate: float. Dropout on the pooled vector: 0.1 in the original classifier,
+            0 for next sentence prediction. Defaults to 0.1.
+        initializer_range: float. Defaults to 0.02.
+
+    Call arguments:
+        pooled_output: float Tensor of shape [batch_size, hidden_size].
+        training: bool.
+
+    Returns:
+        float Tensor of logits, shape [batch_size, num_classes].
+    """
+
+    def __init__(self, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy,
+                                            name="dropout")
+        self.dense = keras.layers.Dense(
+            num_classes, kernel_initializer=truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name="output")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.built = True
+
+    def call(self, pooled_output, training=None):
+        return self.dense(self.dropout(pooled_output, training=training))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.num_classes,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
+                       "initializer_range": self.initializer_range})
+        return config

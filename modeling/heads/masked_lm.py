@@ -1,0 +1,87 @@
+"""Masked-LM head: transform the masked positions and score them against the vocabulary.
+
+Pipeline position: pre-training (`BertPretrainer`), and predicting masked words.
+"""
+
+import keras
+from keras import ops
+
+from modeling.activations import get_activation
+from modeling.layers.embeddings import LAYER_NORM_EPSILON
+from modeling.layers.initializers import truncated_normal
+
+
+def gather_positions(sequence_output, positions):
+    """Picks the vectors at `positions`.
+
+    Args:
+        sequence_output: float Tensor of shape [batch_size, seq_length, hidden_size].
+        positions: int Tensor of shape [batch_size, num_positions].
+
+    Returns:
+        float Tensor of shape [batch_size, num_positions, hidden_size].
+    """
+    return ops.take_along_axis(sequence_output, ops.cast(positions, "int32")[:, :, None],
+                               axis=1)
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class MaskedLMHead(keras.layers.Layer):
+    """The original's `cls/predictions`: dense + activation + LayerNorm, then logits.
+
+    The output projection is tied to the encoder's word embeddings (passed at call time,
+    so this layer holds no reference to another layer and serialises on its own); only the
+    output bias belongs to the head.
+
+    Args:
+        vocab_size: int. Number of logits per position.
+        hidden_size: int. Width of the transform.
+        hidden_act: str. Transform activation. Defaults to "gelu".
+        initializer_range: float. Defaults to 0.02.
+
+    Call arguments:
+        sequence_output: float Tensor of shape [batch_size, seq_length, hidden_size].
+        masked_lm_positions: int Tensor of shape [batch_size, max_predictions_per_seq].
+        embedding_table: float Tensor of shape [vocab_size, hidden_size].
+
+    Returns:
+        float Tensor of logits, shape [batch_size, max_predictions_per_seq, vocab_size].
+    """
+
+    def __init__(self, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.hidden_act = hidden_act
+        self.initializer_range = initializer_range
+        self.transform = keras.layers.Dense(
+            hidden_size, activation=get_activation(hidden_act),
+            kernel_initializer=truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name="transform")
+        self.transform_layer_norm = keras.layers.LayerNormalization(
+            epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="transform_layer_norm")
+
+    def build(self, input_shape=None):
+        self.transform.build((None, None, self.hidden_size))
+        self.transform_layer_norm.build((None, None, self.hidden_size))
+        self.output_bias = self.add_weight(shape=(self.vocab_size,), initializer="zeros",
+                                           name="output_bias")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions, embedding_table):
+        x = gather_positions(sequence_output, masked_lm_positions)
+        x = self.transform_layer_norm(self.transform(x))
+        table = ops.cast(embedding_table, x.dtype)
+        logits = ops.einsum("bph,vh->bpv", x, table)
+        return logits + ops.cast(self.output_bias, logits.dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "hidden_act": self.hidden_act,
+            "initializer_range": self.initializer_range,
+        })
+        return config

@@ -1,0 +1,107 @@
+"""Multi-head scaled dot-product self-attention with BERT's additive key mask.
+
+Pipeline position: inside every `TransformerBlock` of the encoder.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from modeling.layers.initializers import truncated_normal
+
+# The original masks padded keys by adding -10000 to their scores before the softmax
+# (not -inf): exp(-10000) underflows to 0 in float32, and the value still fits float16.
+MASK_ADDER = -10000.0
+
+
+def attention_mask_adder(input_mask):
+    """Turns `input_mask` [B, T] (1 = real token) into the additive mask [B, 1, 1, T].
+
+    Only keys are masked: padded query rows still attend (their outputs are ignored
+    downstream), exactly as the original's `create_attention_mask_from_input_mask`.
+    Always float32, because the scores are softmaxed in float32.
+    """
+    mask = ops.cast(input_mask, "float32")
+    return (1.0 - mask[:, None, None, :]) * MASK_ADDER
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class SelfAttention(keras.layers.Layer):
+    """Multi-head self-attention: query/key/value projections, masked softmax, dropout.
+
+    The projections are plain `Dense(num_heads * head_size)` layers, so their kernels have
+    the original's `[hidden_size, hidden_size]` layout (no reshape when loading weights).
+
+    Args:
+        num_attention_heads: int. Number of heads N.
+        head_size: int. Width Hd of each head.
+        attention_probs_dropout_prob: float. Dropout on attention probabilities.
+            Defaults to 0.1.
+        initializer_range: float. Kernel initialiser stddev. Defaults to 0.02.
+
+    Call arguments:
+        x: float Tensor of shape [batch_size, seq_length, hidden_size].
+        mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length], from
+            `attention_mask_adder`.
+        training: bool. Applies dropout when True.
+
+    Returns:
+        float Tensor of shape [batch_size, seq_length, num_heads * head_size], the context
+        vectors before the output projection.
+    """
+
+    def __init__(self, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_attention_heads = num_attention_heads
+        self.head_size = head_size
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        width = num_attention_heads * head_size
+        make = lambda name: keras.layers.Dense(  # noqa: E731
+            width, kernel_initializer=truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name=name)
+        self.query = make("query")
+        self.key = make("key")
+        self.value = make("value")
+        self.dropout = keras.layers.Dropout(attention_probs_dropout_prob,
+                                            dtype=self.dtype_policy, name="dropout")
+
+    def build(self, input_shape):
+        for layer in (self.query, self.key, self.value):
+            layer.build(input_shape)
+        self.built = True
+
+    def call(self, x, mask_adder, training=None):
+        # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+
+        def heads(t):  # [B, S, N*D] -> [B, N, S, D]
+            t = ops.reshape(t, (batch, seq, self.num_attention_heads, self.head_size))
+            return ops.transpose(t, (0, 2, 1, 3))
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # [B, N, F, T]
+        scores = scores * (1.0 / math.sqrt(float(self.head_size)))
+        # Softmax in float32 even under a float16/bfloat16 policy: the -10000 adder and
+        # the exponentials need its range.
+        scores = ops.cast(scores, "float32") + mask_adder
+        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
+        probs = self.dropout(probs, training=training)
+        context = ops.matmul(probs, v)  # [B, N, F, D]
+        context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
+        return ops.reshape(context, (batch, seq, self.num_attention_heads * self.head_size))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.num_attention_heads * self.head_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_attention_heads": self.num_attention_heads,
+            "head_size": self.head_size,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "initializer_range": self.initializer_range,
+        })
+        return config

@@ -1,0 +1,111 @@
+"""One post-LayerNorm Transformer block: self-attention and feed-forward, each residual.
+
+Pipeline position: `BertEncoder` stacks `num_hidden_layers` of these.
+"""
+
+import keras
+
+from modeling.activations import get_activation
+from modeling.layers.attention import SelfAttention
+from modeling.layers.embeddings import LAYER_NORM_EPSILON
+from modeling.layers.initializers import truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class TransformerBlock(keras.layers.Layer):
+    """BERT's Transformer block (Vaswani et al., 2017, with post-LayerNorm residuals).
+
+    ```
+    attn = LayerNorm(dropout(attention_output(self_attention(x))) + x)
+    out  = LayerNorm(dropout(output(hidden_act(intermediate(attn)))) + attn)
+    ```
+    Dropout sits exactly where the original puts it: after each of the two output
+    projections (and on the attention probabilities), none inside the feed-forward.
+
+    Args:
+        hidden_size: int. Width H.
+        num_attention_heads: int. Number of heads; must divide `hidden_size`.
+        intermediate_size: int. Feed-forward width.
+        hidden_act: str. Feed-forward activation name (see `modeling.activations`).
+            Defaults to "gelu".
+        hidden_dropout_prob: float. Residual-branch dropout. Defaults to 0.1.
+        attention_probs_dropout_prob: float. Attention dropout. Defaults to 0.1.
+        initializer_range: float. Kernel initialiser stddev. Defaults to 0.02.
+
+    Call arguments:
+        x: float Tensor of shape [batch_size, seq_length, hidden_size].
+        mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length].
+        training: bool.
+
+    Returns:
+        float Tensor of shape [batch_size, seq_length, hidden_size].
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
+                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size={hidden_size} is not a multiple of "
+                             f"num_attention_heads={num_attention_heads}.")
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+
+        policy = self.dtype_policy
+        init = lambda: truncated_normal(initializer_range)  # noqa: E731
+        self.self_attention = SelfAttention(
+            num_attention_heads, hidden_size // num_attention_heads,
+            attention_probs_dropout_prob, initializer_range, dtype=policy,
+            name="self_attention")
+        self.attention_output = keras.layers.Dense(
+            hidden_size, kernel_initializer=init(), dtype=policy, name="attention_output")
+        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy,
+                                                      name="attention_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=LAYER_NORM_EPSILON, dtype=policy, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation=get_activation(hidden_act),
+            kernel_initializer=init(), dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init(), dtype=policy, name="output")
+        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy,
+                                                   name="output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=LAYER_NORM_EPSILON, dtype=policy, name="output_layer_norm")
+
+    def build(self, input_shape):
+        h = (None, None, self.hidden_size)
+        self.self_attention.build(h)
+        self.attention_output.build(h)
+        self.attention_layer_norm.build(h)
+        self.intermediate.build(h)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(h)
+        self.built = True
+
+    def call(self, x, mask_adder, training=None):
+        attn = self.attention_output(self.self_attention(x, mask_adder, training=training))
+        attn = self.attention_layer_norm(self.attention_dropout(attn, training=training) + x)
+        out = self.output_dense(self.intermediate(attn))
+        return self.output_layer_norm(self.output_dropout(out, training=training) + attn)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": self.hidden_act,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "initializer_range": self.initializer_range,
+        })
+        return config
