@@ -1,0 +1,245 @@
+"""WordPiece tokenization, identical to the original release's `tokenization.py`.
+
+Pipeline position: text -> token ids, for pre-training data, every fine-tuning reader and
+feature extraction. `data_prep.graph_tokenizer` is the in-graph twin (same ids) used by
+tf.data pipelines and SavedModels.
+
+The steps, in the original's order (see README "Tokenization"):
+  1. clean: drop NUL, U+FFFD and control characters (Cc/Cf except \\t \\n \\r); map
+     whitespace (space, \\t, \\n, \\r, Zs) to a space;
+  2. put spaces around CJK ideographs (all models, English included);
+  3. split on whitespace (Python `str.split`, which also splits on U+2028/U+2029);
+  4. if lower-casing: `str.lower`, NFD, drop combining marks (Mn) -- only then;
+  5. split off every punctuation character (ASCII symbols count as punctuation);
+  6. WordPiece: greedy longest-match-first with "##" continuations; a word with no
+     segmentation, or longer than 200 characters, becomes one "[UNK]".
+"""
+
+import collections
+import unicodedata
+
+UNK_TOKEN = "[UNK]"
+MAX_INPUT_CHARS_PER_WORD = 200
+
+# CJK Unified Ideographs and their extensions / compatibility blocks. Hangul, Hiragana and
+# Katakana are deliberately not here: the original leaves them to whitespace splitting.
+CJK_RANGES = (
+    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+)
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be used."""
+
+
+def convert_to_unicode(text):
+    """str stays str; bytes are decoded as UTF-8, dropping invalid bytes (as the original)."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise TypeError(f"Expected str or bytes, got {type(text).__name__}.")
+
+
+def load_vocab(vocab_file):
+    """Reads a vocabulary: one token per line, id = 0-based line number.
+
+    Each line is stripped, as the original does; a repeated token keeps its last id (the
+    line counter still advances). Returns an ordered dict token -> id.
+
+    Raises:
+        VocabularyError: missing, empty or non-UTF-8 file.
+    """
+    vocab = collections.OrderedDict()
+    try:
+        with open(vocab_file, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise VocabularyError(f"{vocab_file}: cannot read the vocabulary ({e}).") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise VocabularyError(f"{vocab_file}: the vocabulary is not UTF-8 text ({e}).") from e
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline ending the last line
+    for index, line in enumerate(lines):
+        vocab[line.strip()] = index
+    if not vocab:
+        raise VocabularyError(f"{vocab_file}: the vocabulary is empty; it needs one token "
+                              f"per line, e.g. [PAD], [UNK], [CLS], [SEP], [MASK], ...")
+    return vocab
+
+
+def whitespace_tokenize(text):
+    """Strips and splits on whitespace, Python `str.split` semantics."""
+    return text.strip().split()
+
+
+def _is_whitespace(char):
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char):
+    if char in ("\t", "\n", "\r"):
+        return False  # whitespace, not control, in this scheme
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char):
+    cp = ord(char)
+    # ASCII non-letter/number symbols such as "^", "$" and "`" are not Unicode category P,
+    # but the original treats them as punctuation for consistency.
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(cp):
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+class BasicTokenizer:
+    """Cleaning, CJK splitting, lower-casing and punctuation splitting (no WordPiece).
+
+    Example: `BasicTokenizer().tokenize(" \\tHeLLo!how  \\n Are yoU?  ")` ->
+    `["hello", "!", "how", "are", "you", "?"]`.
+    """
+
+    def __init__(self, do_lower_case=True):
+        self.do_lower_case = do_lower_case
+
+    def tokenize(self, text):
+        text = self._clean_text(convert_to_unicode(text))
+        text = self._tokenize_chinese_chars(text)
+        split_tokens = []
+        for token in whitespace_tokenize(text):
+            if self.do_lower_case:
+                token = self._run_strip_accents(token.lower())
+            split_tokens.extend(self._run_split_on_punc(token))
+        return whitespace_tokenize(" ".join(split_tokens))
+
+    @staticmethod
+    def _run_strip_accents(text):
+        """NFD, then drop combining marks: "héllo" -> "hello". Never re-composed."""
+        return "".join(c for c in unicodedata.normalize("NFD", text)
+                       if unicodedata.category(c) != "Mn")
+
+    @staticmethod
+    def _run_split_on_punc(text):
+        """"a,b" -> ["a", ",", "b"]: each punctuation character alone."""
+        output, start_new = [], True
+        for char in text:
+            if _is_punctuation(char):
+                output.append([char])
+                start_new = True
+            else:
+                if start_new:
+                    output.append([])
+                start_new = False
+                output[-1].append(char)
+        return ["".join(x) for x in output]
+
+    @staticmethod
+    def _tokenize_chinese_chars(text):
+        """"中文ab" -> " 中  文 ab"."""
+        out = []
+        for char in text:
+            if _is_cjk(ord(char)):
+                out.extend((" ", char, " "))
+            else:
+                out.append(char)
+        return "".join(out)
+
+    @staticmethod
+    def _clean_text(text):
+        out = []
+        for char in text:
+            cp = ord(char)
+            if cp == 0 or cp == 0xFFFD or _is_control(char):
+                continue
+            out.append(" " if _is_whitespace(char) else char)
+        return "".join(out)
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece over already basic-tokenized text.
+
+    Example: with a vocabulary holding "un", "##aff", "##able":
+    `tokenize("unaffable")` -> `["un", "##aff", "##able"]`.
+    """
+
+    def __init__(self, vocab, unk_token=UNK_TOKEN,
+                 max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD):
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+
+    def tokenize(self, text):
+        output_tokens = []
+        for token in whitespace_tokenize(convert_to_unicode(text)):
+            if len(token) > self.max_input_chars_per_word:
+                output_tokens.append(self.unk_token)
+                continue
+            pieces, start = [], 0
+            while start < len(token):
+                end = len(token)
+                piece = None
+                while start < end:
+                    candidate = token[start:end]
+                    if start > 0:
+                        candidate = "##" + candidate
+                    if candidate in self.vocab:
+                        piece = candidate
+                        break
+                    end -= 1
+                if piece is None:  # no segmentation: the whole word is unknown
+                    pieces = None
+                    break
+                pieces.append(piece)
+                start = end
+            output_tokens.extend(pieces if pieces is not None else [self.unk_token])
+        return output_tokens
+
+
+class FullTokenizer:
+    """Basic tokenization then WordPiece, with the vocabulary's id mappings.
+
+    Args:
+        vocab_file: str. One token per line.
+        do_lower_case: bool. True for uncased models (lower-case and strip accents),
+            False for cased ones. Defaults to True.
+
+    Example:
+    ```python
+    tokenizer = FullTokenizer("vocab.txt", do_lower_case=True)
+    tokenizer.tokenize("UNwant\\u00E9d,running")  # ['un', '##want', '##ed', ',', 'runn', '##ing']
+    ```
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True):
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.vocab = load_vocab(vocab_file)
+        self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        if UNK_TOKEN not in self.vocab:
+            raise VocabularyError(f"{vocab_file}: the vocabulary has no '{UNK_TOKEN}' "
+                                  f"token, which WordPiece needs for unknown words.")
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+
+    def tokenize(self, text):
+        split_tokens = []
+        for token in self.basic_tokenizer.tokenize(text):
+            split_tokens.extend(self.wordpiece_tokenizer.tokenize(token))
+        return split_tokens
+
+    def convert_tokens_to_ids(self, tokens):
+        """Plain lookup, as the original: an unknown token raises KeyError."""
+        return [self.vocab[token] for token in tokens]
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.inv_vocab[i] for i in ids]

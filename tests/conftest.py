@@ -1,0 +1,68 @@
+"""Shared fixtures: tiny configs, tiny vocabularies, TF1 checkpoints written with
+tf.compat.v1 (independently of `modeling`), and a quiet TensorFlow."""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+TINY_CONFIG = {
+    "vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 24, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 32,
+    "type_vocab_size": 2, "initializer_range": 0.02,
+}
+
+
+@pytest.fixture
+def tiny_config_dict():
+    return dict(TINY_CONFIG)
+
+
+@pytest.fixture
+def tiny_inputs():
+    """Two sequences, the second padded; pair segments in the first."""
+    ids = np.array([[2, 7, 9, 11, 3, 12, 13, 3], [2, 21, 22, 3, 0, 0, 0, 0]], np.int32)
+    mask = (ids > 0).astype(np.int32)
+    seg = np.array([[0, 0, 0, 0, 0, 1, 1, 1], [0] * 8], np.int32)
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": seg}
+
+
+def write_tf1_checkpoint(weights, prefix, with_optimizer_slots=True):
+    """Writes `weights` (TF1 name -> array) as a TF1 checkpoint the way the original code
+    does: tf.compat.v1 variables in a graph, a v1 Saver, plus the original optimizer's
+    `adam_m`/`adam_v` slots and `global_step`."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1 = tf.compat.v1
+        variables = []
+        for name, value in weights.items():
+            variables.append(tf1.get_variable(name, initializer=tf.constant(value)))
+            if with_optimizer_slots:
+                variables.append(tf1.get_variable(name + "/adam_m",
+                                                  initializer=tf.zeros_like(value)))
+                variables.append(tf1.get_variable(name + "/adam_v",
+                                                  initializer=tf.ones_like(value)))
+        if with_optimizer_slots:
+            variables.append(tf1.get_variable("global_step", initializer=tf.constant(
+                1000, tf.int64)))
+        saver = tf1.train.Saver(variables)
+        with tf1.Session(graph=graph) as sess:
+            sess.run(tf1.global_variables_initializer())
+            saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+    return prefix
+
+
+@pytest.fixture
+def write_vocab(tmp_path):
+    def _write(tokens, name="vocab.txt"):
+        path = tmp_path / name
+        path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+        return str(path)
+    return _write

@@ -1,0 +1,127 @@
+"""The Keras model against the independent NumPy forward pass, with weights that reach the
+model through a TF1 checkpoint written by tf.compat.v1 (so names, layouts and math are all
+checked at once)."""
+
+import numpy as np
+import pytest
+
+import modeling
+from tests import numpy_reference as ref
+from tests.conftest import write_tf1_checkpoint
+
+TOL = 1e-5
+
+
+def _masked_max_diff(a, b, mask):
+    return float(np.max(np.abs((np.asarray(a) - np.asarray(b)) * mask[..., None])))
+
+
+@pytest.fixture
+def google_checkpoint(tmp_path, tiny_config_dict):
+    rng = np.random.default_rng(0)
+    weights = ref.random_google_weights(tiny_config_dict, rng,
+                                        heads=("pretraining", "classifier", "squad"))
+    prefix = write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
+    return weights, prefix
+
+
+@pytest.mark.parametrize("act", ["gelu", "gelu_exact", "relu"])
+def test_encoder_matches_numpy(google_checkpoint, tiny_config_dict, tiny_inputs, act):
+    weights, prefix = google_checkpoint
+    tiny_config_dict["hidden_act"] = act
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    report = modeling.load_checkpoint(encoder, prefix)
+    assert not report.not_filled
+    out = encoder(tiny_inputs, training=False)
+    want = ref.encoder_forward(weights, tiny_config_dict, **tiny_inputs)
+    mask = tiny_inputs["input_mask"]
+    assert _masked_max_diff(out["sequence_output"], want["sequence_output"], mask) < TOL
+    assert _masked_max_diff(out["embedding_output"], want["embedding_output"], mask) < TOL
+    assert np.max(np.abs(out["pooled_output"] - want["pooled_output"])) < TOL
+    assert len(out["encoder_outputs"]) == tiny_config_dict["num_hidden_layers"]
+    for got, exp in zip(out["encoder_outputs"], want["encoder_outputs"]):
+        assert _masked_max_diff(got, exp, mask) < TOL
+
+
+def test_pretrainer_matches_numpy(google_checkpoint, tiny_config_dict, tiny_inputs):
+    weights, prefix = google_checkpoint
+    model = modeling.BertPretrainer(modeling.BertConfig.from_dict(tiny_config_dict))
+    report = modeling.load_checkpoint(model, prefix, strict=True)
+    # The classifier and squad heads in the file are reported unused; optimizer slots and
+    # global_step are not reported at all.
+    assert set(report.unused) == {"output_weights", "output_bias",
+                                  "cls/squad/output_weights", "cls/squad/output_bias"}
+    positions = np.array([[1, 2, 5], [1, 2, 0]], np.int32)
+    out = model(dict(tiny_inputs, masked_lm_positions=positions), training=False)
+    want = ref.pretrainer_forward(weights, tiny_config_dict, positions=positions, **tiny_inputs)
+    assert out["masked_lm_logits"].shape == (2, 3, tiny_config_dict["vocab_size"])
+    assert np.max(np.abs(out["masked_lm_logits"] - want["masked_lm_logits"])) < TOL
+    assert np.max(np.abs(out["next_sentence_logits"] - want["next_sentence_logits"])) < TOL
+
+
+def test_task_heads_match_numpy(google_checkpoint, tiny_config_dict, tiny_inputs):
+    weights, prefix = google_checkpoint
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    want = ref.encoder_forward(weights, tiny_config_dict, **tiny_inputs)
+
+    classifier = modeling.BertClassifier(config, num_classes=3)
+    modeling.load_checkpoint(classifier, prefix, strict=True)
+    logits = classifier(tiny_inputs, training=False)["logits"]
+    expected = want["pooled_output"] @ weights["output_weights"].T + weights["output_bias"]
+    assert np.max(np.abs(logits - expected)) < TOL
+
+    squad = modeling.BertSpanLabeler(config)
+    modeling.load_checkpoint(squad, prefix, strict=True)
+    out = squad(tiny_inputs, training=False)
+    both = want["sequence_output"] @ weights["cls/squad/output_weights"].T + \
+        weights["cls/squad/output_bias"]
+    assert np.max(np.abs(out["start_logits"] - both[..., 0])) < TOL
+    assert np.max(np.abs(out["end_logits"] - both[..., 1])) < TOL
+
+
+def test_padding_does_not_change_real_tokens(google_checkpoint, tiny_config_dict):
+    """Two paths agree: a sequence alone, and the same sequence padded in a batch."""
+    _, prefix = google_checkpoint
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    modeling.load_checkpoint(encoder, prefix)
+    ids = np.array([[2, 7, 9, 3]], np.int32)
+    alone = encoder({"input_ids": ids, "input_mask": np.ones_like(ids),
+                     "segment_ids": np.zeros_like(ids)})
+    padded_ids = np.array([[2, 7, 9, 3, 0, 0, 0]], np.int32)
+    padded = encoder({"input_ids": padded_ids, "input_mask": (padded_ids > 0).astype("int32"),
+                      "segment_ids": np.zeros_like(padded_ids)})
+    assert np.max(np.abs(alone["sequence_output"] - padded["sequence_output"][:, :4])) < TOL
+    assert np.max(np.abs(alone["pooled_output"] - padded["pooled_output"])) < TOL
+
+
+def test_dropout_only_in_training(tiny_config_dict, tiny_inputs):
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    a = encoder(tiny_inputs, training=False)["sequence_output"]
+    b = encoder(tiny_inputs, training=False)["sequence_output"]
+    c = encoder(tiny_inputs, training=True)["sequence_output"]
+    np.testing.assert_array_equal(a, b)
+    assert np.max(np.abs(a - c)) > 1e-3
+
+
+def test_gelu_is_the_originals_tanh_approximation():
+    from modeling.activations import gelu, gelu_exact
+    # Hand-computed: 0.5*(1+tanh(sqrt(2/pi)*(1+0.044715))) = 0.8411919906082768 at x = 1;
+    # the erf form gives 0.8413447460685429.
+    assert abs(float(gelu(np.float32(1.0))) - 0.8411919906082768) < 1e-6
+    assert abs(float(gelu_exact(np.float32(1.0))) - 0.8413447460685429) < 1e-6
+
+
+def test_initialisers_follow_the_original(tiny_config_dict):
+    config = dict(tiny_config_dict, hidden_size=64, num_attention_heads=4,
+                  intermediate_size=256, vocab_size=500)
+    model = modeling.BertPretrainer(modeling.BertConfig.from_dict(config))
+    from modeling.checkpoint_mapping import variable_map
+    for name, (var, _) in variable_map(model).items():
+        value = var.numpy()
+        if name.endswith("gamma"):
+            np.testing.assert_array_equal(value, 1.0)
+        elif name.endswith("beta") or name.endswith("bias"):
+            np.testing.assert_array_equal(value, 0.0)
+        else:  # truncated normal, stddev 0.02: nothing beyond 2 sigma
+            assert np.max(np.abs(value)) <= 0.04 + 1e-7, name
+            assert 0.01 < value.std() < 0.02, name
