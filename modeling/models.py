@@ -83,6 +83,7 @@ class BertPretrainer(_EncoderModel):
                                                 dtype=enc.dtype_policy, name="next_sentence")
         self.masked_lm.build()
         self.next_sentence.build((None, enc.hidden_size))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None):
         outputs = dict(self._encode(inputs, training))
@@ -117,6 +118,7 @@ class BertClassifier(_EncoderModel):
                                              dtype=self.encoder.dtype_policy,
                                              name="classifier")
         self.classifier.build((None, self.encoder.hidden_size))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None):
         outputs = self._encode(inputs, training)
@@ -140,6 +142,7 @@ class BertSpanLabeler(_EncoderModel):
         self.span_head = SpanLabelingHead(self.encoder.initializer_range,
                                           dtype=self.encoder.dtype_policy, name="span")
         self.span_head.build((None, None, self.encoder.hidden_size))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None):
         outputs = self._encode(inputs, training)
@@ -168,6 +171,7 @@ class BertTokenClassifier(_EncoderModel):
                                               self.encoder.initializer_range,
                                               dtype=self.encoder.dtype_policy, name="tagger")
         self.tagger.build((None, None, self.encoder.hidden_size))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None):
         outputs = self._encode(inputs, training)

@@ -86,7 +86,7 @@ class SelfAttention(keras.layers.Layer):
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
         # Softmax in float32 even under a float16/bfloat16 policy: the -10000 adder and
         # the exponentials need its range.
-        scores = ops.cast(scores, "float32") + mask_adder
+        scores = ops.cast(scores, "float32") + ops.cast(mask_adder, "float32")
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
         probs = self.dropout(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, F, D]

@@ -1,0 +1,103 @@
+"""Layer and model contracts: get_config round trips, shapes, mixed precision, a train step."""
+
+import keras
+import numpy as np
+import pytest
+
+import modeling
+from modeling.heads import (ClassificationHead, MaskedLMHead, SpanLabelingHead,
+                            TokenClassificationHead)
+from modeling.layers import BertEmbeddings, SelfAttention, TransformerBlock
+
+
+@pytest.mark.parametrize("cls, kwargs", [
+    (BertEmbeddings, dict(vocab_size=30, hidden_size=8, max_position_embeddings=16,
+                          type_vocab_size=2, hidden_dropout_prob=0.2, initializer_range=0.05)),
+    (SelfAttention, dict(num_attention_heads=2, head_size=4, attention_probs_dropout_prob=0.3)),
+    (TransformerBlock, dict(hidden_size=8, num_attention_heads=2, intermediate_size=12,
+                            hidden_act="relu")),
+    (MaskedLMHead, dict(vocab_size=30, hidden_size=8, hidden_act="gelu_exact")),
+    (ClassificationHead, dict(num_classes=3, dropout_rate=0.0)),
+    (SpanLabelingHead, dict(initializer_range=0.1)),
+    (TokenClassificationHead, dict(num_labels=9)),
+])
+def test_layer_config_round_trip(cls, kwargs):
+    layer = cls(**kwargs, name="x")
+    config = layer.get_config()
+    for key, value in kwargs.items():
+        assert config[key] == value
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(clone) is cls and clone.get_config() == config
+
+
+def test_models_round_trip_through_config(tiny_config_dict, tiny_inputs):
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    for model in (modeling.BertEncoder(config), modeling.BertPretrainer(config),
+                  modeling.BertClassifier(config, num_classes=3, dropout_rate=0.2),
+                  modeling.BertSpanLabeler(config), modeling.BertTokenClassifier(config, 4)):
+        clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
+        assert type(clone) is type(model)
+        assert clone.count_params() == model.count_params()
+        clone.set_weights(model.get_weights())
+        a, b = model(tiny_inputs), clone(tiny_inputs)
+        key = "sequence_output" if "sequence_output" in a else sorted(a)[-1]
+        np.testing.assert_allclose(a[key], b[key], atol=1e-6)
+
+
+def test_encoder_accepts_a_config_or_kwargs(tiny_config_dict):
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    a = modeling.BertEncoder(config, name="enc")
+    b = modeling.BertEncoder(**config.encoder_kwargs(), name="enc")
+    assert a.get_config() == b.get_config()
+    assert a.bert_config() == config
+    with pytest.raises(modeling.BertConfigError, match="num_attention_heads"):
+        modeling.BertEncoder(vocab_size=10, hidden_size=10, num_attention_heads=3)
+
+
+def test_encoder_selects_inputs_by_name(tiny_config_dict, tiny_inputs):
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    extra = dict(tiny_inputs, masked_lm_positions=np.zeros((2, 3), np.int32))
+    np.testing.assert_array_equal(encoder(tiny_inputs)["sequence_output"],
+                                  encoder(extra)["sequence_output"])
+    with pytest.raises(ValueError, match="segment_ids"):
+        encoder({"input_ids": tiny_inputs["input_ids"],
+                 "input_mask": tiny_inputs["input_mask"]})
+
+
+def test_out_of_range_ids_fail_clearly(tiny_config_dict, tiny_inputs):
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    bad = dict(tiny_inputs, input_ids=tiny_inputs["input_ids"] + 100)
+    with pytest.raises(Exception, match="vocab_size=40"):
+        encoder(bad)
+
+
+def test_mixed_precision_forward_and_train_step(tiny_config_dict, tiny_inputs):
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    try:
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        model = modeling.BertClassifier(config, num_classes=2)
+        out = model(tiny_inputs)["logits"]
+        assert out.dtype == "float16" and np.all(np.isfinite(out.numpy()))
+        assert model.encoder.word_embeddings.dtype == "float32"  # variables stay float32
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_a_few_training_steps_reduce_the_loss(tiny_config_dict, tiny_inputs):
+    keras.utils.set_random_seed(0)
+    config = modeling.BertConfig.from_dict(dict(tiny_config_dict, hidden_dropout_prob=0.0,
+                                                attention_probs_dropout_prob=0.0))
+    model = modeling.BertClassifier(config, num_classes=2, dropout_rate=0.0)
+    labels = np.array([0, 1])
+    import tensorflow as tf
+    opt = keras.optimizers.Adam(3e-3)
+    losses = []
+    for _ in range(40):
+        with tf.GradientTape() as tape:
+            logits = model(tiny_inputs, training=True)["logits"]
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        grads = tape.gradient(loss, model.trainable_variables)
+        assert all(g is not None for g in grads)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        losses.append(float(loss))
+    assert losses[-1] < 0.2 * losses[0]
