@@ -2,8 +2,8 @@
 `data_prep.tokenization.FullTokenizer`.
 
 Pipeline position: inside tf.data input pipelines and exported SavedModels, so that a
-server can send raw strings. The Python tokenizer is the reference; a test checks the two
-agree on thousands of varied strings.
+server can send raw strings. The Python tokenizer is the reference; tests check the two
+agree on every Unicode code point and on thousands of varied strings.
 
 tensorflow-text's own `BertTokenizer` does not match the original exactly (its lower-casing
 is NFKC case folding, so "ﬁ" -> "fi" and "ß" -> "ss"; it keeps control characters; its
@@ -11,29 +11,88 @@ is NFKC case folding, so "ﬁ" -> "fi" and "ß" -> "ss"; it keeps control charac
   clean (regex) -> CJK spacing (regex) -> [lower (ICU full mapping, as Python's str.lower)
   -> NFD -> drop Mn] -> split on whitespace, keeping punctuation -> words over 200
   characters become "[UNK]" -> tensorflow-text WordPiece (greedy longest match, "##").
+
+Character classes (control, whitespace, punctuation, combining marks) are built from
+Python's `unicodedata` rather than RE2's `\\p{..}` tables, and the few case mappings that
+TensorFlow's ICU lacks are patched, so that both tokenizers follow the same Unicode version
+(RE2 and ICU are newer or older than Python's for some recently assigned characters).
 """
+
+import functools
+import sys
+import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from data_prep import tokenization
 
-# RE2 patterns mirroring tokenization.BasicTokenizer.
-_WHITESPACE = r"[\t\n\r\p{Zs}]"
-_CJK = "[" + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in tokenization.CJK_RANGES) + "]"
-# After cleaning only " " and the line/paragraph separators (which Python's str.split also
-# splits on) remain as separators.
-_SPLIT = r"[ \x{2028}\x{2029}]"
-_PUNCTUATION = r"[!-/:-@\[-`{-~]|\p{P}"
 # tensorflow-text counts its per-word limit in bytes; the original counts characters. Let
 # every word of up to 200 characters (at most 4 bytes each) through, and apply the
 # character limit separately.
 _MAX_BYTES_PER_WORD = 4 * tokenization.MAX_INPUT_CHARS_PER_WORD
 
 
-def _drop_pattern():
-    # RE2 has no class subtraction; spell "Cc or Cf, except tab, newline, carriage return".
-    return r"[\x00\x{FFFD}\x01-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\p{Cf}]"
+def _re2_class(code_points):
+    """Sorted code points -> an RE2 character class of ranges, e.g. [\\x{41}-\\x{5A}]."""
+    ranges, start, prev = [], None, None
+    for cp in code_points:
+        if start is None:
+            start = prev = cp
+        elif cp == prev + 1:
+            prev = cp
+        else:
+            ranges.append((start, prev))
+            start = prev = cp
+    if start is not None:
+        ranges.append((start, prev))
+    body = "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}"
+                   for a, b in ranges)
+    return f"[{body}]"
+
+
+@functools.lru_cache(maxsize=1)
+def _character_classes():
+    """RE2 patterns equivalent to BasicTokenizer's predicates, from this Python's Unicode
+    database, and the lower-casing fixes ICU needs. Computed once per process (~1 s)."""
+    drop, whitespace, punctuation, marks, splits = [], [], [], [], []
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if cp == 0 or cp == 0xFFFD or (cat in ("Cc", "Cf") and ch not in "\t\n\r"):
+            drop.append(cp)
+            continue
+        if ch in " \t\n\r" or cat == "Zs":
+            whitespace.append(cp)
+        elif ch.isspace():  # kept by cleaning, but Python's str.split splits on it
+            splits.append(cp)
+        if tokenization._is_punctuation(ch):
+            punctuation.append(cp)
+        if cat == "Mn":
+            marks.append(cp)
+    cjk = "[" + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}"
+                        for lo, hi in tokenization.CJK_RANGES) + "]"
+    return {
+        "drop": _re2_class(drop),
+        "whitespace": _re2_class(whitespace),
+        "split": _re2_class([0x20] + splits),
+        "punctuation": _re2_class(punctuation),
+        "marks": _re2_class(marks),
+        "cjk": cjk,
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _lowercase_fixes():
+    """(char, Python's lower-case) pairs where TensorFlow's ICU lower-cases differently
+    (characters newer than its Unicode version). Final-sigma context is not involved."""
+    candidates = [chr(cp) for cp in range(sys.maxunicode + 1)
+                  if not 0xD800 <= cp <= 0xDFFF and chr(cp).lower() != chr(cp)]
+    icu = tf.strings.lower(tf.constant(candidates), encoding="utf-8").numpy()
+    return tuple((ch, ch.lower()) for ch, low in zip(candidates, icu)
+                 if low.decode("utf-8") != ch.lower())
 
 
 class GraphTokenizer(tf.Module):
@@ -67,21 +126,40 @@ class GraphTokenizer(tf.Module):
             self._table, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
             token_out_type=tf.int64, unknown_token=tokenization.UNK_TOKEN,
             split_unknown_characters=False)
-        self._vocab_file = tf.saved_model.Asset(vocab_file)
+        self._classes = _character_classes()
+        self._lower_fixes = _lowercase_fixes() if do_lower_case else ()
+        self._lower_fix_any = "[" + "".join(ch for ch, _ in self._lower_fixes) + "]"
+
+    def _lower(self, texts):
+        # ICU's full lower-casing is Python's str.lower (final sigma included) except for
+        # characters newer than its Unicode tables; those are mapped first, and only in
+        # batches that contain one.
+        def patch(t):
+            for ch, low in self._lower_fixes:
+                t = tf.strings.regex_replace(t, ch, low)
+            return t
+
+        if self._lower_fixes:
+            needs = tf.reduce_any(tf.strings.regex_full_match(
+                texts, ".*" + self._lower_fix_any + ".*"))
+            texts = tf.cond(needs, lambda: patch(texts), lambda: texts)
+        return tf.strings.lower(texts, encoding="utf-8")
 
     def basic_tokenize(self, texts):
         """tf.string [batch] -> ragged tf.string [batch, (words)], as `BasicTokenizer`."""
+        c = self._classes
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
         # Invalid UTF-8 bytes are dropped, as Python's decode(errors="ignore").
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
-        texts = tf.strings.regex_replace(texts, _drop_pattern(), "")
-        texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
-        texts = tf.strings.regex_replace(texts, _CJK, r" \0 ")
+        texts = tf.strings.regex_replace(texts, c["drop"], "")
+        texts = tf.strings.regex_replace(texts, c["whitespace"], " ")
+        texts = tf.strings.regex_replace(texts, c["cjk"], r" \0 ")
         if self.do_lower_case:
-            texts = tf.strings.lower(texts, encoding="utf-8")  # ICU full mapping = str.lower
+            texts = self._lower(texts)
             texts = tf_text.normalize_utf8(texts, "NFD")
-            texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
-        return tf_text.regex_split(texts, _SPLIT + "|" + _PUNCTUATION, _PUNCTUATION)
+            texts = tf.strings.regex_replace(texts, c["marks"], "")
+        return tf_text.regex_split(texts, c["split"] + "|" + c["punctuation"],
+                                   c["punctuation"])
 
     def tokenize(self, texts):
         """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids."""
