@@ -1,0 +1,107 @@
+"""Contextual embeddings for the feature-based approach (the paper's Section 5.3): the
+activations of chosen encoder layers for every real token, as `extract_features.py` of the
+original release writes them.
+
+Pipeline position: after a checkpoint (pre-trained or fine-tuned); an alternative to
+fine-tuning.
+"""
+
+import re
+
+import numpy as np
+import tensorflow as tf
+
+_PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+class InputError(ValueError):
+    """An input file that cannot be read as examples."""
+
+
+def read_examples(input_file):
+    """Reads one example per line; `text_a ||| text_b` is a pair.
+
+    Lines are stripped as the original does; an empty line is still an example.
+
+    Returns:
+        list of (unique_id, text_a, text_b or None), unique_id the 0-based line number.
+
+    Raises:
+        InputError: unreadable or empty file, or a line that is not UTF-8 (named by number).
+    """
+    try:
+        with tf.io.gfile.GFile(input_file, "rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except (tf.errors.OpError, OSError) as e:
+        raise InputError(f"{input_file}: cannot read the input file ({e}).") from e
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    if not raw_lines:
+        raise InputError(f"{input_file}: the input file is empty; write one example per "
+                         f"line (\"text_a ||| text_b\" for a pair).")
+    examples = []
+    for number, raw in enumerate(raw_lines):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise InputError(f"{input_file}, line {number + 1}: not UTF-8 text ({e}). "
+                             f"Convert the file to UTF-8.") from e
+        match = _PAIR.match(line)
+        if match:
+            examples.append((number, match.group(1), match.group(2)))
+        else:
+            examples.append((number, line, None))
+    return examples
+
+
+def parse_layer_indexes(spec, num_layers):
+    """"-1,-2" -> [-1, -2], each checked against the encoder's depth."""
+    try:
+        indexes = [int(x) for x in spec.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--layers={spec!r}: expected comma-separated integers such as "
+                         f"-1,-2,-3,-4.") from None
+    if not indexes:
+        raise ValueError("--layers is empty; give at least one layer index such as -1.")
+    for index in indexes:
+        if not -num_layers <= index < num_layers:
+            raise ValueError(f"--layers: index {index} is out of range for a model with "
+                             f"{num_layers} layers (valid: {-num_layers}..{num_layers - 1}).")
+    return indexes
+
+
+def extract(encoder, packed_examples, layer_indexes, batch_size):
+    """Runs `encoder` over packed examples and yields the original's JSON objects.
+
+    Args:
+        encoder: a `modeling.BertEncoder`, weights loaded.
+        packed_examples: list of (unique_id, `data_prep.packing.PackedInput`).
+        layer_indexes: list of int, indexes into the per-layer outputs (-1 = last block;
+            0 = the first block's output, not the embeddings).
+        batch_size: int.
+
+    Yields:
+        dicts `{"linex_index": id, "features": [{"token": ..., "layers": [{"index": i,
+        "values": [6-decimal floats]}, ...]}, ...]}`, one per example, in order.
+    """
+    run = tf.function(lambda x: encoder(x, training=False)["encoder_outputs"],
+                      reduce_retracing=True)
+    for start in range(0, len(packed_examples), batch_size):
+        chunk = packed_examples[start:start + batch_size]
+        # Pad to the longest example in the batch: padded keys get exp(-10000) = 0 weight,
+        # so real tokens' activations do not depend on how much padding there is.
+        length = max(len(p.tokens) for _, p in chunk)
+        batch = {name: np.array([getattr(p, name)[:length] for _, p in chunk], np.int32)
+                 for name in ("input_ids", "input_mask", "segment_ids")}
+        layers = [layer.numpy() for layer in run(batch)]
+        for row, (unique_id, packed) in enumerate(chunk):
+            features = []
+            for position, token in enumerate(packed.tokens):
+                features.append({
+                    "token": token,
+                    "layers": [{"index": index,
+                                "values": [round(float(x), 6)
+                                           for x in layers[index][row, position]]}
+                               for index in layer_indexes],
+                })
+            yield {"linex_index": unique_id, "features": features}

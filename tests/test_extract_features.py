@@ -1,0 +1,91 @@
+"""extract_features.py end to end on a tiny model, against the NumPy reference."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from data_prep.packing import truncate_seq_pair
+from tests import numpy_reference as ref
+from tests.conftest import write_tf1_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "barked", "cat", "sat",
+         "on", "mat", "##s", ".", "a"]
+
+
+@pytest.fixture
+def setup(tmp_path, tiny_config_dict):
+    config = dict(tiny_config_dict, vocab_size=len(VOCAB))
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    weights = ref.random_google_weights(config, np.random.default_rng(5))
+    write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
+    return tmp_path, config, weights
+
+
+def _run(tmp_path, input_text, *extra):
+    (tmp_path / "input.txt").write_bytes(input_text if isinstance(input_text, bytes)
+                                         else input_text.encode("utf-8"))
+    cmd = [sys.executable, os.path.join(ROOT, "extract_features.py"),
+           f"--input_file={tmp_path / 'input.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",
+           f"--vocab_file={tmp_path / 'vocab.txt'}",
+           f"--bert_config_file={tmp_path / 'bert_config.json'}",
+           f"--init_checkpoint={tmp_path / 'bert_model.ckpt'}", "--max_seq_length=12",
+           "--batch_size=2", "--layers=-1,-2", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+def test_end_to_end_matches_reference(setup):
+    tmp_path, config, weights = setup
+    result = _run(tmp_path, "The dog barked.\nthe cat sat ||| on the mats\n\n",
+                  "--layers=-1,0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    objs = [json.loads(line) for line in lines]
+    assert [o["linex_index"] for o in objs] == [0, 1, 2]
+    tokens = [[f["token"] for f in o["features"]] for o in objs]
+    assert tokens == [["[CLS]", "the", "dog", "barked", ".", "[SEP]"],
+                      ["[CLS]", "the", "cat", "sat", "[SEP]", "on", "the", "mat", "##s", "[SEP]"],
+                      ["[CLS]", "[SEP]"]]
+    # Example 1 against the NumPy forward pass (segments 0 then 1).
+    ids = np.array([[VOCAB.index(t) for t in tokens[1]]], np.int32)
+    seg = np.array([[0] * 5 + [1] * 5], np.int32)
+    want = ref.encoder_forward(weights, config, ids, np.ones_like(ids), seg)
+    feats = objs[1]["features"]
+    assert [layer["index"] for layer in feats[0]["layers"]] == [-1, 0]
+    got_last = np.array([f["layers"][0]["values"] for f in feats])
+    got_first = np.array([f["layers"][1]["values"] for f in feats])
+    assert np.max(np.abs(got_last - want["encoder_outputs"][-1][0])) < 2e-5
+    assert np.max(np.abs(got_first - want["encoder_outputs"][0][0])) < 2e-5
+    assert all(len(str(v).split(".")[-1]) <= 6 for v in feats[0]["layers"][0]["values"])
+
+
+@pytest.mark.parametrize("text, flag, message", [
+    ("", None, "input file is empty"),
+    (b"ok\n\xff\xfe bad\n", None, "line 2: not UTF-8"),
+    ("a b\n", "--layers=-1,5", "out of range"),
+    ("a b\n", "--max_seq_length=64", "max_position_embeddings"),
+])
+def test_bad_input_is_a_clear_error(setup, text, flag, message):
+    tmp_path, _, _ = setup
+    result = _run(tmp_path, text, *([flag] if flag else []))
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()  # nothing half-written
+
+
+def test_truncate_seq_pair_pops_from_the_longer_back():
+    a, b = [1, 2, 3, 4], [5, 6, 7]
+    truncate_seq_pair(a, b, 5)
+    assert (a, b) == ([1, 2, 3], [5, 6])
+    a, b = [1, 2], [3, 4, 5, 6, 7, 8]
+    truncate_seq_pair(a, b, 4)
+    assert (a, b) == ([1, 2], [3, 4])
+    a, b = [1, 2, 3], [4, 5, 6]  # tie: from b first
+    truncate_seq_pair(a, b, 5)
+    assert (a, b) == ([1, 2, 3], [4, 5])
