@@ -6,6 +6,7 @@ load into it (`modeling.checkpoint`).
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from modeling.config import BertConfig
@@ -13,6 +14,24 @@ from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_add
 from modeling.layers.initializers import truncated_normal
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def _select_inputs(inputs):
+    """The encoder's three inputs from a dict, lists and arrays converted to int32."""
+    if not isinstance(inputs, dict):
+        raise TypeError(f"BertEncoder takes a dict with {list(INPUT_NAMES)}, got "
+                        f"{type(inputs).__name__}.")
+    missing = [name for name in INPUT_NAMES if name not in inputs]
+    if missing:
+        raise ValueError(f"BertEncoder inputs lack {missing}; expected a dict with "
+                         f"{list(INPUT_NAMES)} (int32, [batch_size, seq_length]).")
+    selected = {}
+    for name in INPUT_NAMES:
+        value = inputs[name]
+        if isinstance(value, (list, tuple, np.ndarray)):
+            value = np.asarray(value, dtype=np.int32)
+        selected[name] = value
+    return selected
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -124,19 +143,12 @@ class BertEncoder(keras.Model):
         self.transformer_layers = blocks
         self.pooler = pooler
 
-    def call(self, inputs, training=None, mask=None):
-        # Select the inputs by name: given a dict with extra keys (such as a whole
-        # pre-training batch), Keras's functional model would otherwise pair tensors with
-        # inputs by position and compute garbage.
-        if not isinstance(inputs, dict):
-            raise TypeError(f"BertEncoder takes a dict with {list(INPUT_NAMES)}, got "
-                            f"{type(inputs).__name__}.")
-        missing = [name for name in INPUT_NAMES if name not in inputs]
-        if missing:
-            raise ValueError(f"BertEncoder inputs lack {missing}; expected a dict with "
-                             f"{list(INPUT_NAMES)} (int32, [batch_size, seq_length]).")
-        inputs = {name: inputs[name] for name in INPUT_NAMES}
-        return super().call(inputs, training=training, mask=mask)
+    def __call__(self, inputs, *args, **kwargs):
+        # Select the inputs by name before Keras sees them: given a dict with extra keys
+        # (such as a whole pre-training batch), Keras's functional model would otherwise
+        # pair tensors with inputs by position and compute garbage; and nested Python lists
+        # would be flattened into one input per element.
+        return super().__call__(_select_inputs(inputs), *args, **kwargs)
 
     @property
     def word_embeddings(self):

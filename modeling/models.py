@@ -9,7 +9,7 @@ model can reuse a pre-trained encoder object as it is.
 import keras
 
 from modeling.config import BertConfig
-from modeling.encoder import INPUT_NAMES, BertEncoder
+from modeling.encoder import BertEncoder
 from modeling.heads import (ClassificationHead, MaskedLMHead, SpanLabelingHead,
                             TokenClassificationHead)
 
@@ -31,11 +31,7 @@ class _EncoderModel(keras.Model):
         self.encoder = _as_encoder(encoder)
 
     def _encode(self, inputs, training):
-        missing = [k for k in INPUT_NAMES if k not in inputs]
-        if missing:
-            raise ValueError(f"Model inputs lack {missing}; expected a dict with "
-                             f"{list(INPUT_NAMES)}.")
-        return self.encoder({k: inputs[k] for k in INPUT_NAMES}, training=training)
+        return self.encoder(inputs, training=training)  # picks its inputs by name
 
     def _head_config(self):
         return {}

@@ -59,6 +59,9 @@ def test_encoder_selects_inputs_by_name(tiny_config_dict, tiny_inputs):
     extra = dict(tiny_inputs, masked_lm_positions=np.zeros((2, 3), np.int32))
     np.testing.assert_array_equal(encoder(tiny_inputs)["sequence_output"],
                                   encoder(extra)["sequence_output"])
+    as_lists = {k: v.tolist() for k, v in tiny_inputs.items()}  # plain Python lists work too
+    np.testing.assert_array_equal(encoder(tiny_inputs)["sequence_output"],
+                                  encoder(as_lists)["sequence_output"])
     with pytest.raises(ValueError, match="segment_ids"):
         encoder({"input_ids": tiny_inputs["input_ids"],
                  "input_mask": tiny_inputs["input_mask"]})

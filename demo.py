@@ -1,0 +1,108 @@
+"""The main job on an embedded default: every stage that exists so far, end to end, on
+`demo/corpus.txt`, in a minute on two CPU cores, with no download.
+
+Stages (grown as the project grows: vocabulary -> TFRecords -> pre-training ->
+fine-tuning -> SavedModel):
+  1. learn a WordPiece vocabulary from the corpus;
+  2. tokenize the corpus with the Python tokenizer and the in-graph one, and compare;
+  3. build a small BERT, save it as a Google-format TF1 checkpoint + bert_config.json;
+  4. load that checkpoint back and check the activations are identical;
+  5. extract contextual features (extract_features.py's JSON lines) for three sentences.
+
+    python demo.py [--output_dir=demo_output]
+"""
+
+import json
+import os
+import time
+
+from absl import app, flags
+
+flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
+flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
+FLAGS = flags.FLAGS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def stage(number, title):
+    print(f"\n[{number}] {title}", flush=True)
+
+
+def main(_):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import numpy as np
+    import tensorflow as tf
+
+    import modeling
+    from data_prep import packing, vocabulary
+    from data_prep.graph_tokenizer import GraphTokenizer
+    from data_prep.tokenization import FullTokenizer
+    from modeling import feature_extraction
+    from modeling.file_io import atomic_output
+
+    out = FLAGS.output_dir
+    os.makedirs(out, exist_ok=True)
+    t0 = time.time()
+    corpus_file = os.path.join(HERE, "demo", "corpus.txt")
+    with open(corpus_file, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+
+    stage(1, "Vocabulary")
+    tokens = vocabulary.learn_vocabulary(lines, FLAGS.vocab_size)
+    vocab_file = os.path.join(out, "vocab.txt")
+    vocabulary.write_vocabulary(tokens, vocab_file)
+    print(f"    learned {len(tokens)} WordPiece tokens from {len(lines)} sentences "
+          f"-> {vocab_file}")
+
+    stage(2, "Tokenization (Python and in-graph)")
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
+    graph_tokenizer = GraphTokenizer(vocab_file, do_lower_case=True)
+    python_ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in lines]
+    graph_ids = graph_tokenizer.tokenize(tf.constant(lines)).to_list()
+    agree = sum(a == b for a, b in zip(python_ids, graph_ids))
+    print(f"    {lines[10]!r}\n    -> {tokenizer.tokenize(lines[10])}")
+    print(f"    Python and tensorflow-text tokenizers agree on {agree}/{len(lines)} sentences")
+    if agree != len(lines):
+        raise SystemExit("tokenizers disagree")
+
+    stage(3, "Model and Google-format checkpoint")
+    config = modeling.BertConfig(vocab_size=len(tokens), hidden_size=64, num_hidden_layers=2,
+                                 num_attention_heads=4, intermediate_size=256,
+                                 max_position_embeddings=128, type_vocab_size=2)
+    model = modeling.BertPretrainer(config)
+    model_dir = os.path.join(out, "model")
+    config.to_json_file(os.path.join(model_dir, "bert_config.json"))
+    prefix = modeling.save_google_checkpoint(model, os.path.join(model_dir, "bert_model.ckpt"))
+    names = tf.train.list_variables(prefix)
+    print(f"    BERT with {model.count_params():,} parameters; wrote {len(names)} variables "
+          f"under the original names to {prefix}")
+
+    stage(4, "Load it back")
+    fresh = modeling.BertPretrainer(modeling.BertConfig.from_json_file(
+        os.path.join(model_dir, "bert_config.json")))
+    report = modeling.load_checkpoint(fresh, prefix, strict=True)
+    packed = packing.pack(tokenizer, lines[0], lines[1], 64)
+    batch = {k: np.array([getattr(packed, k)], np.int32)
+             for k in ("input_ids", "input_mask", "segment_ids")}
+    diff = np.max(np.abs(model(batch)["sequence_output"] - fresh(batch)["sequence_output"]))
+    print(f"    loaded {len(report.loaded)} weights ({report.format}); largest activation "
+          f"difference after the round trip: {diff}")
+
+    stage(5, "Feature extraction")
+    examples = [(i, lines[i], None) for i in (0, 9, 16)]
+    packed = [(uid, packing.pack(tokenizer, a, b, 64)) for uid, a, b in examples]
+    features_file = os.path.join(out, "features.jsonl")
+    with atomic_output(features_file) as f:
+        for obj in feature_extraction.extract(fresh.encoder, packed, [-1, -2], batch_size=8):
+            f.write(json.dumps(obj) + "\n")
+    with open(features_file) as f:
+        first = json.loads(f.readline())
+    print(f"    wrote {len(examples)} examples to {features_file}; example 0 has "
+          f"{len(first['features'])} tokens x {len(first['features'][0]['layers'])} layers x "
+          f"{len(first['features'][0]['layers'][0]['values'])} values")
+    print(f"\nDone in {time.time() - t0:.1f} s. Everything is in {out}/")
+
+
+if __name__ == "__main__":
+    app.run(main)
