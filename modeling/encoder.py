@@ -85,14 +85,14 @@ class BertEncoder(keras.Model):
             return self.__init__(**vocab_size.encoder_kwargs(), dtype=dtype, **kwargs)
         # Validate through BertConfig so that constructor arguments get the same checks
         # (and messages) as a bert_config.json.
-        BertConfig(vocab_size=vocab_size, hidden_size=hidden_size,
-                   num_hidden_layers=num_layers, num_attention_heads=num_attention_heads,
-                   intermediate_size=intermediate_size, hidden_act=hidden_act,
-                   hidden_dropout_prob=hidden_dropout_prob,
-                   attention_probs_dropout_prob=attention_probs_dropout_prob,
-                   max_position_embeddings=max_position_embeddings,
-                   type_vocab_size=type_vocab_size, initializer_range=initializer_range,
-                   source="BertEncoder arguments")
+        config = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size,
+                       num_hidden_layers=num_layers, num_attention_heads=num_attention_heads,
+                       intermediate_size=intermediate_size, hidden_act=hidden_act,
+                       hidden_dropout_prob=hidden_dropout_prob,
+                       attention_probs_dropout_prob=attention_probs_dropout_prob,
+                       max_position_embeddings=max_position_embeddings,
+                       type_vocab_size=type_vocab_size, initializer_range=initializer_range,
+                       source="BertEncoder arguments")
 
         # === Layers ===
         embeddings = BertEmbeddings(
@@ -142,6 +142,7 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+        self._bert_config = config
 
     def __call__(self, inputs, *args, **kwargs):
         # Select the inputs by name before Keras sees them: given a dict with extra keys
@@ -157,14 +158,7 @@ class BertEncoder(keras.Model):
 
     def bert_config(self):
         """The `BertConfig` this encoder was built from (for writing bert_config.json)."""
-        return BertConfig(
-            vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-            num_hidden_layers=self.num_layers, num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size, initializer_range=self.initializer_range)
+        return BertConfig.from_dict(self._bert_config.to_dict())
 
     def get_config(self):
         return {
