@@ -82,8 +82,7 @@ class _Reader:
         return mapping.apply_rule(array, self._rules.get(name, mapping.IDENTITY))
 
     def keras_shape(self, name):
-        shape = tuple(self.shapes[name])
-        return shape[::-1] if self._rules.get(name) == mapping.TRANSPOSE else shape
+        return mapping.rule_shape(self.shapes[name], self._rules.get(name, mapping.IDENTITY))
 
 
 def resolve_checkpoint_path(path):
@@ -229,8 +228,7 @@ def load_checkpoint(model, path, strict=False):
         if name not in reader.shapes:
             not_filled.append(name)
             continue
-        ckpt_shape = reader.keras_shape(name)
-        ckpt_shape = mapping.apply_rule(np.empty(ckpt_shape, dtype=bool), rule).shape
+        ckpt_shape = mapping.rule_shape(reader.keras_shape(name), rule)
         if tuple(ckpt_shape) != tuple(variable.shape):
             mismatches.append(
                 f"checkpoint variable '{name}' has shape {list(ckpt_shape)} (in the model's "

@@ -191,6 +191,11 @@ def apply_rule(array, rule):
     return np.transpose(array) if rule == TRANSPOSE else array
 
 
+def rule_shape(shape, rule):
+    """The shape `apply_rule` gives an array of `shape`."""
+    return tuple(shape)[::-1] if rule == TRANSPOSE else tuple(shape)
+
+
 def invert_rule(array, rule):
     """Keras layout -> checkpoint layout (both rules are their own inverse)."""
     return np.transpose(array) if rule == TRANSPOSE else array
