@@ -1,0 +1,120 @@
+"""Reading document files: one sentence (or paragraph) per line, a blank line between
+documents, as the original `create_pretraining_data.py` reads them.
+
+Pipeline position: text files (from `extract_wikipedia`, `extract_bookcorpus` or the user)
+-> tokenized documents -> pre-training instances.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+
+class CorpusError(ValueError):
+    """Input text that cannot be used."""
+
+
+@dataclasses.dataclass
+class CorpusStats:
+    """What reading found, for the end-of-run summary."""
+    files: int = 0
+    lines: int = 0
+    empty_files: list = dataclasses.field(default_factory=list)
+    files_without_breaks: list = dataclasses.field(default_factory=list)
+    lines_with_invalid_utf8: int = 0
+    lines_without_tokens: int = 0
+    documents: int = 0
+
+
+def expand_input_patterns(spec):
+    """"a/*.txt,b.txt" -> sorted files of each comma-separated glob, in order.
+
+    Raises:
+        CorpusError: a pattern that matches no file (named).
+    """
+    files = []
+    for pattern in [p.strip() for p in spec.split(",") if p.strip()]:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise CorpusError(f"{pattern}: no input file matches this pattern.")
+        files.extend(matches)
+    if not files:
+        raise CorpusError("--input_file is empty; give one or more files or globs.")
+    return files
+
+
+def iter_lines(path, stats):
+    """Yields each line of `path` as stripped UTF-8 bytes (invalid bytes are dropped later
+    by the tokenizers, as the original's decoding does; such lines are counted)."""
+    try:
+        f = tf.io.gfile.GFile(path, "rb")
+    except (tf.errors.OpError, OSError) as e:
+        raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
+    stats.files += 1
+    n_lines, breaks = 0, 0
+    with f:
+        while True:
+            try:
+                raw = f.readline()
+            except (tf.errors.OpError, OSError) as e:
+                raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
+            if not raw:
+                break
+            n_lines += 1
+            line = raw.strip()
+            if not line:
+                breaks += 1
+            else:
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    stats.lines_with_invalid_utf8 += 1
+            yield line
+    stats.lines += n_lines
+    if n_lines == 0 or (breaks == n_lines):
+        stats.empty_files.append(path)
+    elif breaks == 0 and n_lines > 1:
+        stats.files_without_breaks.append(path)
+
+
+def read_documents(files, tokenize_batch, stats, batch_size=4096, progress=None):
+    """Reads all files into documents of tokenized segments, as the original: a blank line
+    starts a new document, a line that tokenizes to nothing is skipped (and is no break),
+    files continue the current document, empty documents are removed.
+
+    Args:
+        files: list of paths.
+        tokenize_batch: callable, list of bytes lines -> list of lists of token ids.
+        stats: `CorpusStats`, updated.
+
+    Returns:
+        list of documents, each a list of segments (lists of ids).
+    """
+    documents = [[]]
+    pending = []  # lines waiting for batch tokenization; None marks a document break
+
+    def flush():
+        texts = [line for line in pending if line is not None]
+        ids = iter(tokenize_batch(texts)) if texts else iter(())
+        for line in pending:
+            if line is None:
+                documents.append([])
+                continue
+            tokens = next(ids)
+            if tokens:
+                documents[-1].append(tokens)
+            else:
+                stats.lines_without_tokens += 1
+        if progress is not None:
+            progress.update(lines=len(pending))
+        pending.clear()
+
+    for path in files:
+        for line in iter_lines(path, stats):
+            pending.append(line if line else None)
+            if len(pending) >= batch_size:
+                flush()
+    flush()
+    documents = [d for d in documents if d]
+    stats.documents = len(documents)
+    return documents

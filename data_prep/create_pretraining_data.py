@@ -1,0 +1,190 @@
+"""Create masked-LM / next-sentence pre-training TFRecords from document text files.
+
+Pipeline position: documents (one sentence per line, blank line between documents) ->
+**TFRecords** -> run_pretraining.py. Same flags and features as the original release's
+script, in two modes:
+
+  --mode=original  the original's output, instance for instance (one process; faster only
+                   through C++ tokenization);
+  --mode=fast      (default) the same algorithm and distributions, streamed in pieces,
+                   vectorised and spread over --num_workers processes; deterministic for a
+                   given seed, input and worker count (see data_prep/fast_pretraining.py).
+
+    python -m data_prep.create_pretraining_data --input_file='docs/*.txt' \
+      --output_file=out/shard-0.tfrecord,out/shard-1.tfrecord --vocab_file=vocab.txt \
+      --do_lower_case --max_seq_length=128 --max_predictions_per_seq=20 \
+      --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=10
+"""
+
+import os
+import random
+import sys
+import time
+
+from absl import app, flags, logging
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file(s): comma-separated list of files or globs.")
+flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model will use.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lower-case and strip accents: True for uncased models, False for cased.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Mask all WordPieces of a word together rather than each independently.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length, specials included.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked-LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10,
+                     "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences shorter than the maximum length.")
+flags.DEFINE_enum("mode", "fast", ["fast", "original"],
+                  "'original': identical output to the original script; 'fast': same "
+                  "algorithm, parallel and streamed.")
+flags.DEFINE_integer("num_workers", os.cpu_count() or 1,
+                     "--mode=fast: worker processes (at most one per output file).")
+flags.DEFINE_integer("num_shards", 1,
+                     "--mode=fast: split the input pieces over this many machines...")
+flags.DEFINE_integer("shard_index", 0, "...and process only this machine's share (0-based).")
+flags.DEFINE_float("piece_mb", 4.0, "--mode=fast: size of the input pieces processed "
+                   "independently (bounds memory per worker).")
+flags.DEFINE_enum("tokenizer", "graph", ["graph", "python"],
+                  "--mode=original: 'graph' (tensorflow-text, C++) or 'python' (the "
+                  "original's pure-Python tokenizer); both give identical ids.")
+
+FLAGS = flags.FLAGS
+
+
+def _params():
+    from data_prep.pretraining_instances import InstanceParams
+    return InstanceParams(max_seq_length=FLAGS.max_seq_length,
+                          short_seq_prob=FLAGS.short_seq_prob,
+                          masked_lm_prob=FLAGS.masked_lm_prob,
+                          max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+                          do_whole_word_mask=FLAGS.do_whole_word_mask)
+
+
+def _validate():
+    if FLAGS.max_seq_length < 5:
+        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length}: need at least 5 "
+                         f"([CLS] a [SEP] b [SEP]).")
+    if not 0 < FLAGS.masked_lm_prob < 1:
+        raise ValueError(f"--masked_lm_prob={FLAGS.masked_lm_prob} must be in (0, 1).")
+    if not 0 <= FLAGS.short_seq_prob <= 1:
+        raise ValueError(f"--short_seq_prob={FLAGS.short_seq_prob} must be in [0, 1].")
+    if FLAGS.dupe_factor < 1 or FLAGS.max_predictions_per_seq < 1:
+        raise ValueError("--dupe_factor and --max_predictions_per_seq must be at least 1.")
+    if not 0 <= FLAGS.shard_index < FLAGS.num_shards:
+        raise ValueError(f"--shard_index={FLAGS.shard_index} must be in "
+                         f"[0, --num_shards={FLAGS.num_shards}).")
+
+
+def tokenize_batch_fn(kind, vocab_file, do_lower_case):
+    """lines (bytes) -> lists of ids, with the Python or the in-graph tokenizer."""
+    if kind == "python":
+        from data_prep.tokenization import FullTokenizer
+        tok = FullTokenizer(vocab_file, do_lower_case)
+        return lambda lines: [tok.convert_tokens_to_ids(tok.tokenize(x)) for x in lines]
+    import tensorflow as tf
+
+    from data_prep import fast_pretraining
+    from data_prep.graph_tokenizer import GraphTokenizer
+    graph = GraphTokenizer(vocab_file, do_lower_case)
+    return lambda lines: fast_pretraining._tokenize(graph, lines, tf)
+
+
+def run_original(files, outputs, vocab, params, progress):
+    from data_prep import corpus, pretraining_records as records
+    from data_prep.pretraining_instances import VocabInfo, create_training_instances
+
+    stats = corpus.CorpusStats()
+    tokenize = tokenize_batch_fn(FLAGS.tokenizer, FLAGS.vocab_file, FLAGS.do_lower_case)
+    documents = corpus.read_documents(files, tokenize, stats, progress=progress)
+    _warn_about_input(stats)
+    if not documents:
+        raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
+                         f"empty or tokenizes to nothing).")
+    rng = random.Random(FLAGS.random_seed)
+    instances = create_training_instances(documents, VocabInfo.from_vocab(vocab), params,
+                                          FLAGS.dupe_factor, rng)
+    progress.update(documents=len(documents))
+    totals = {"documents": len(documents), "instances": len(instances), "tokens": 0,
+              "masked": 0, "random_next": 0, "lines": stats.lines,
+              "lines_with_invalid_utf8": stats.lines_with_invalid_utf8}
+    with records.shard_writers(outputs) as writers:
+        for index, inst in enumerate(instances):
+            writers[index % len(writers)].write(records.serialize_instance(
+                inst, params.max_seq_length, params.max_predictions_per_seq))
+            totals["tokens"] += len(inst.input_ids)
+            totals["masked"] += len(inst.masked_lm_positions)
+            totals["random_next"] += int(inst.is_random_next)
+            if index % 1000 == 999:
+                progress.update(instances=1000)
+    progress.update(instances=len(instances) % 1000)
+    return totals
+
+
+def run_fast(files, outputs, params, progress):
+    from data_prep import fast_pretraining
+
+    pieces = fast_pretraining.plan_pieces(files, FLAGS.piece_mb)
+    pieces = pieces[FLAGS.shard_index::FLAGS.num_shards]
+    jobs = fast_pretraining.split_jobs(
+        pieces, outputs, FLAGS.num_workers, vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case, params=params, dupe_factor=FLAGS.dupe_factor,
+        seed=FLAGS.random_seed)
+    if len(jobs) < FLAGS.num_workers:
+        logging.info("Using %d worker(s): one per output file at most. Give more "
+                     "--output_file names to use more cores.", len(jobs))
+    totals = fast_pretraining.run(jobs, progress)
+    if totals["documents"] == 0:
+        raise ValueError(f"{', '.join(files)}: no text in the input files.")
+    return totals
+
+
+def _warn_about_input(stats):
+    for path in stats.empty_files:
+        logging.warning("%s: empty input file (no text).", path)
+    for path in stats.files_without_breaks:
+        logging.warning("%s: no blank lines, so the whole file is one document.", path)
+    if stats.lines_with_invalid_utf8:
+        logging.warning("%d lines had bytes that are not UTF-8; those bytes were dropped, "
+                        "as the original does.", stats.lines_with_invalid_utf8)
+
+
+def main(_):
+    from data_prep import corpus
+    from data_prep.progress import Progress
+    from data_prep.tokenization import FullTokenizer
+
+    _validate()
+    files = corpus.expand_input_patterns(FLAGS.input_file)
+    outputs = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
+    vocab = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case).vocab
+    params = _params()
+    logging.info("Reading %d input file(s) in --mode=%s.", len(files), FLAGS.mode)
+    progress = Progress(f"create_pretraining_data ({FLAGS.mode})",
+                        ["lines", "documents", "instances"])
+    start = time.time()
+    if FLAGS.mode == "original":
+        totals = run_original(files, outputs, vocab, params, progress)
+    else:
+        totals = run_fast(files, outputs, params, progress)
+    progress.close()
+    elapsed = time.time() - start
+    n = max(totals["instances"], 1)
+    summary = (f"Wrote {totals['instances']:,} instances from {totals['documents']:,} "
+               f"documents to {len(outputs)} file(s) in {elapsed:.1f} s "
+               f"({totals['instances'] / elapsed:,.0f} instances/s): "
+               f"{totals['tokens']:,} tokens, {totals['masked'] / max(totals['tokens'], 1):.1%}"
+               f" of tokens masked, {totals['random_next'] / n:.1%} random next sentences"
+               + (f", {totals['lines_with_invalid_utf8']} lines with invalid UTF-8"
+                  if totals["lines_with_invalid_utf8"] else "") + ".")
+    print(summary, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+    app.run(main)

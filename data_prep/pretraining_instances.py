@@ -1,0 +1,230 @@
+"""Documents -> masked-LM / next-sentence training instances: the original release's
+`create_pretraining_data.py` algorithm, random call for random call.
+
+Pipeline position: text -> (tokenize) -> **instances** -> TFRecords -> run_pretraining.py.
+`--mode=original` of `data_prep.create_pretraining_data` uses this module; with the same
+input, seed and flags its instances are identical to the original's, because every random
+draw is made from one `random.Random` in the original's order:
+
+  1. `rng.shuffle(documents)`;
+  2. for each of `dupe_factor` passes, for each document: one draw for the target length
+     (shorter with probability `short_seq_prob`), then per chunk: the split point, the
+     random-next coin (skipped for one-segment chunks), the random document and start,
+     one coin per token removed by truncation, the candidate shuffle and the 80/10/10
+     coins of the masking;
+  3. `rng.shuffle(instances)` over all passes.
+
+Work is done on token ids rather than strings (the draws do not depend on which it is), so
+documents are lists of segments, each a list of WordPiece ids.
+
+Instance layout (segment B is the true continuation, or a random one with label 1):
+```
+[CLS] a1 a2 ... [SEP] b1 b2 ... [SEP]
+  0   0  0  ...   0   1  1  ...   1
+```
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class TrainingInstance:
+    """One pre-training example, before padding.
+
+    Attributes:
+        input_ids: list of int, `[CLS] A [SEP] B [SEP]` after masking.
+        segment_ids: list of int, 0 for [CLS] A [SEP], 1 for B [SEP].
+        masked_lm_positions: list of int, sorted.
+        masked_lm_ids: list of int, the original ids at those positions.
+        is_random_next: bool, True when B is a random segment (label 1).
+    """
+    input_ids: list
+    segment_ids: list
+    masked_lm_positions: list
+    masked_lm_ids: list
+    is_random_next: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabInfo:
+    """What the algorithm needs to know of the vocabulary, in id form.
+
+    Attributes:
+        cls_id, sep_id, mask_id: ids of [CLS], [SEP], [MASK].
+        word_ids: tuple of int, the id of each vocabulary entry in file order (the
+            original's `list(tokenizer.vocab.keys())`, mapped to ids): random replacement
+            tokens are drawn uniformly from it, specials and "##" pieces included.
+        is_continuation: frozenset of ids whose token starts with "##".
+    """
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    word_ids: tuple
+    is_continuation: frozenset
+
+    @classmethod
+    def from_vocab(cls, vocab):
+        """`vocab`: ordered dict token -> id (`tokenization.load_vocab`)."""
+        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
+        if missing:
+            raise ValueError(f"The vocabulary lacks {missing}, which pre-training needs.")
+        return cls(cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], mask_id=vocab["[MASK]"],
+                   word_ids=tuple(vocab.values()),
+                   is_continuation=frozenset(i for t, i in vocab.items()
+                                             if t.startswith("##")))
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceParams:
+    max_seq_length: int = 128
+    short_seq_prob: float = 0.1
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    do_whole_word_mask: bool = False
+
+
+def create_training_instances(documents, vocab_info, params, dupe_factor, rng):
+    """All instances of a corpus, shuffled (the original's `create_training_instances`
+    after reading). `documents` is shuffled in place, as the original does."""
+    rng.shuffle(documents)
+    instances = []
+    for _ in range(dupe_factor):
+        for document_index in range(len(documents)):
+            instances.extend(create_instances_from_document(
+                documents, document_index, vocab_info, params, rng))
+    rng.shuffle(instances)
+    return instances
+
+
+def create_instances_from_document(documents, document_index, vocab_info, params, rng,
+                                   mask=True):
+    """Instances from one document; segment B may come from another document.
+
+    With `mask=False` the instances are returned unmasked (empty positions), for callers
+    that mask many instances at once (`data_prep.fast_pretraining`)."""
+    document = documents[document_index]
+    max_num_tokens = params.max_seq_length - 3  # [CLS], [SEP], [SEP]
+    # Usually fill the sequence, but sometimes (short_seq_prob) aim shorter, so that
+    # pre-training sees the short inputs fine-tuning will give. Drawn once per document.
+    target_seq_length = max_num_tokens
+    if rng.random() < params.short_seq_prob:
+        target_seq_length = rng.randint(2, max_num_tokens)
+
+    instances = []
+    current_chunk, current_length = [], 0
+    i = 0
+    while i < len(document):
+        segment = document[i]
+        current_chunk.append(segment)
+        current_length += len(segment)
+        if i == len(document) - 1 or current_length >= target_seq_length:
+            if current_chunk:
+                a_end = 1
+                if len(current_chunk) >= 2:
+                    a_end = rng.randint(1, len(current_chunk) - 1)
+                tokens_a = [t for seg in current_chunk[:a_end] for t in seg]
+                tokens_b = []
+                if len(current_chunk) == 1 or rng.random() < 0.5:
+                    is_random_next = True
+                    target_b_length = target_seq_length - len(tokens_a)
+                    # Up to 10 tries to find another document (the same one is used if
+                    # all collide, e.g. in a one-document corpus).
+                    for _ in range(10):
+                        random_document_index = rng.randint(0, len(documents) - 1)
+                        if random_document_index != document_index:
+                            break
+                    random_document = documents[random_document_index]
+                    random_start = rng.randint(0, len(random_document) - 1)
+                    for j in range(random_start, len(random_document)):
+                        tokens_b.extend(random_document[j])
+                        if len(tokens_b) >= target_b_length:
+                            break
+                    # Put the unused segments back, so they start the next chunk.
+                    i -= len(current_chunk) - a_end
+                else:
+                    is_random_next = False
+                    tokens_b = [t for seg in current_chunk[a_end:] for t in seg]
+                truncate_seq_pair_randomly(tokens_a, tokens_b, max_num_tokens, rng)
+                assert tokens_a and tokens_b
+                input_ids = [vocab_info.cls_id] + tokens_a + [vocab_info.sep_id] + \
+                    tokens_b + [vocab_info.sep_id]
+                segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+                positions, labels = [], []
+                if mask:
+                    input_ids, positions, labels = create_masked_lm_predictions(
+                        input_ids, vocab_info, params, rng)
+                instances.append(TrainingInstance(input_ids, segment_ids, positions, labels,
+                                                  is_random_next))
+            current_chunk, current_length = [], 0
+        i += 1
+    return instances
+
+
+def truncate_seq_pair_randomly(tokens_a, tokens_b, max_num_tokens, rng):
+    """Removes tokens one at a time from the longer list (B on a tie), from its front or
+    back at random (one draw per token), until the pair fits. Randomising the side avoids
+    always cutting the same end of sentences."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        assert trunc
+        if rng.random() < 0.5:
+            del trunc[0]
+        else:
+            trunc.pop()
+
+
+def round_half_even(x):
+    """Python 3's round(): ties to even (len 30 x 0.15 = 4.5 -> 4)."""
+    return int(round(x))
+
+
+def num_to_predict(length, params):
+    """How many positions to mask in a sequence of `length` tokens, specials included."""
+    return min(params.max_predictions_per_seq,
+               max(1, round_half_even(length * params.masked_lm_prob)))
+
+
+def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
+    """Chooses and masks positions as the original: candidates are all but [CLS]/[SEP]
+    (with whole-word masking a "##" piece joins the previous candidate), shuffled; each
+    chosen position becomes [MASK] (80%), stays (10%) or becomes a random vocabulary
+    token (10%), decided per piece.
+
+    Returns:
+        (masked input_ids, sorted positions, original ids at those positions).
+    """
+    cand_indexes = []
+    for i, token in enumerate(input_ids):
+        if token == vocab_info.cls_id or token == vocab_info.sep_id:
+            continue
+        if params.do_whole_word_mask and cand_indexes and \
+                token in vocab_info.is_continuation:
+            cand_indexes[-1].append(i)
+        else:
+            cand_indexes.append([i])
+    rng.shuffle(cand_indexes)
+
+    output = list(input_ids)
+    budget = num_to_predict(len(input_ids), params)
+    masked = []  # (position, original id)
+    covered = set()
+    for index_set in cand_indexes:
+        if len(masked) >= budget:
+            break
+        # A whole word that would overshoot the budget is skipped, not truncated.
+        if len(masked) + len(index_set) > budget:
+            continue
+        if any(index in covered for index in index_set):
+            continue
+        for index in index_set:
+            covered.add(index)
+            if rng.random() < 0.8:
+                replacement = vocab_info.mask_id
+            elif rng.random() < 0.5:
+                replacement = input_ids[index]
+            else:
+                replacement = vocab_info.word_ids[rng.randint(0, len(vocab_info.word_ids) - 1)]
+            output[index] = replacement
+            masked.append((index, input_ids[index]))
+    masked.sort()
+    return output, [p for p, _ in masked], [label for _, label in masked]

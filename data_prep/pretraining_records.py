@@ -1,0 +1,130 @@
+"""The pre-training TFRecord format: the original's features, writing and reading.
+
+Pipeline position: written by `data_prep.create_pretraining_data`, read by
+`run_pretraining.py` and `data_prep.inspect_tfrecord`. Readable by the original Google code.
+
+Features of each `tf.train.Example` (zero-padded):
+  input_ids, input_mask, segment_ids     int64 x max_seq_length
+  masked_lm_positions, masked_lm_ids     int64 x max_predictions_per_seq
+  masked_lm_weights                      float x max_predictions_per_seq (1.0 real, 0.0 pad)
+  next_sentence_labels                   int64 x 1 (1 = B is a random segment)
+"""
+
+import contextlib
+import os
+
+import tensorflow as tf
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                 "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def feature_spec(max_seq_length, max_predictions_per_seq):
+    """The `tf.io.parse_example` spec, as the original's `run_pretraining.py`."""
+    fixed = tf.io.FixedLenFeature
+    return {
+        "input_ids": fixed([max_seq_length], tf.int64),
+        "input_mask": fixed([max_seq_length], tf.int64),
+        "segment_ids": fixed([max_seq_length], tf.int64),
+        "masked_lm_positions": fixed([max_predictions_per_seq], tf.int64),
+        "masked_lm_ids": fixed([max_predictions_per_seq], tf.int64),
+        "masked_lm_weights": fixed([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": fixed([1], tf.int64),
+    }
+
+
+def _ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
+    """`TrainingInstance` -> serialized `tf.train.Example` bytes, padded with zeros."""
+    n = len(instance.input_ids)
+    if n > max_seq_length:
+        raise ValueError(f"Instance of length {n} exceeds max_seq_length={max_seq_length}.")
+    pad = max_seq_length - n
+    k = len(instance.masked_lm_positions)
+    mpad = max_predictions_per_seq - k
+    features = {
+        "input_ids": _ints(list(instance.input_ids) + [0] * pad),
+        "input_mask": _ints([1] * n + [0] * pad),
+        "segment_ids": _ints(list(instance.segment_ids) + [0] * pad),
+        "masked_lm_positions": _ints(list(instance.masked_lm_positions) + [0] * mpad),
+        "masked_lm_ids": _ints(list(instance.masked_lm_ids) + [0] * mpad),
+        "masked_lm_weights": tf.train.Feature(
+            float_list=tf.train.FloatList(value=[1.0] * k + [0.0] * mpad)),
+        "next_sentence_labels": _ints([1 if instance.is_random_next else 0]),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def temporary_name(path):
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".tmp-{os.getpid()}-{base}")
+
+
+@contextlib.contextmanager
+def shard_writers(paths):
+    """TFRecord writers for `paths`, each writing to a temporary name in the same folder;
+    on success every file is renamed to its final name, on failure every temporary file is
+    removed. An interrupted run therefore never leaves a shard under its final name.
+
+    Raises:
+        OSError-like `ValueError` naming the folder when it cannot be written.
+    """
+    temps = [temporary_name(p) for p in paths]
+    writers = []
+    try:
+        for path, tmp in zip(paths, temps):
+            directory = os.path.dirname(path) or "."
+            try:
+                tf.io.gfile.makedirs(directory)
+                writers.append(tf.io.TFRecordWriter(tmp))
+            except (tf.errors.OpError, OSError) as e:
+                raise ValueError(f"{path}: cannot write the output file ({e}).") from e
+        yield writers
+        for writer in writers:
+            writer.close()
+        for tmp, path in zip(temps, paths):
+            tf.io.gfile.rename(tmp, path, overwrite=True)
+    except BaseException:
+        for writer in writers:
+            with contextlib.suppress(Exception):
+                writer.close()
+        for tmp in temps:
+            with contextlib.suppress(Exception):
+                if tf.io.gfile.exists(tmp):
+                    tf.io.gfile.remove(tmp)
+        raise
+
+
+def read_examples(path, max_seq_length=None, max_predictions_per_seq=None):
+    """Yields dicts of numpy arrays from a pre-training TFRecord file.
+
+    Lengths default to those found in the first record. Raises `ValueError` naming the
+    file and the feature if a record lacks a feature or has another length.
+    """
+    dataset = tf.data.TFRecordDataset(path)
+    for raw in dataset.as_numpy_iterator():
+        example = tf.train.Example.FromString(raw)
+        feats = example.features.feature
+        missing = [name for name in FEATURE_NAMES if name not in feats]
+        if missing:
+            raise ValueError(f"{path}: record lacks features {missing}; this is not a "
+                             f"pre-training TFRecord (expected {list(FEATURE_NAMES)}).")
+        out = {}
+        for name in FEATURE_NAMES:
+            f = feats[name]
+            out[name] = list(f.float_list.value) if name == "masked_lm_weights" \
+                else list(f.int64_list.value)
+        if max_seq_length is None:
+            max_seq_length = len(out["input_ids"])
+            max_predictions_per_seq = len(out["masked_lm_ids"])
+        for name in FEATURE_NAMES:
+            want = 1 if name == "next_sentence_labels" else (
+                max_seq_length if name in ("input_ids", "input_mask", "segment_ids")
+                else max_predictions_per_seq)
+            if len(out[name]) != want:
+                raise ValueError(f"{path}: feature '{name}' has {len(out[name])} values, "
+                                 f"expected {want}.")
+        yield out
