@@ -129,6 +129,9 @@ def run_original(files, outputs, vocab, params, progress):
 def run_fast(files, outputs, params, progress):
     from data_prep import fast_pretraining
 
+    import tensorflow as tf
+    if all(tf.io.gfile.stat(f).length == 0 for f in files):
+        raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
     pieces = fast_pretraining.plan_pieces(files, FLAGS.piece_mb)
     pieces = pieces[FLAGS.shard_index::FLAGS.num_shards]
     jobs = fast_pretraining.split_jobs(
@@ -140,7 +143,11 @@ def run_fast(files, outputs, params, progress):
                      "--output_file names to use more cores.", len(jobs))
     totals = fast_pretraining.run(jobs, progress)
     if totals["documents"] == 0:
-        raise ValueError(f"{', '.join(files)}: no text in the input files.")
+        for path in outputs:  # the empty shards this run just wrote
+            if tf.io.gfile.exists(path) and tf.io.gfile.stat(path).length == 0:
+                tf.io.gfile.remove(path)
+        raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
+                         f"empty or tokenizes to nothing).")
     return totals
 
 

@@ -223,7 +223,7 @@ def run_job(job, report=None):
             totals["lines"] += stats.lines
             totals["lines_with_invalid_utf8"] += stats.lines_with_invalid_utf8
             if report is not None:
-                report(documents=len(documents), instances=len(instances))
+                report(lines=stats.lines, documents=len(documents), instances=len(instances))
     return totals
 
 

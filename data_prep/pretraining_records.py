@@ -55,7 +55,10 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
             float_list=tf.train.FloatList(value=[1.0] * k + [0.0] * mpad)),
         "next_sentence_labels": _ints([1 if instance.is_random_next else 0]),
     }
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    # Deterministic: the feature map is written in sorted key order, not in an order
+    # that depends on the process, so equal inputs give byte-identical files.
+    return example.SerializeToString(deterministic=True)
 
 
 def temporary_name(path):

@@ -1,0 +1,274 @@
+"""create_pretraining_data on generated corpora: the written features, the statistics of
+both modes, whole-word masking, determinism, and bad input."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+from absl import flags
+
+from data_prep import create_pretraining_data as cli
+from data_prep import pretraining_records as records
+
+SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "de", "fu", "ga", "hi", "jo",
+             "bu", "ze", "wa", "yo", "ch", "sh", "th"]
+
+
+def make_vocab(path):
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(5)] + \
+        ["[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + SYLLABLES + \
+        ["##" + s for s in SYLLABLES]
+    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return str(path), {t: i for i, t in enumerate(tokens)}
+
+
+def make_corpus(path, n_docs=150, seed=0):
+    """Documents of 3-15 sentences of 3-12 words of 1-3 syllables (so words are 1-3
+    WordPieces), a blank line between documents."""
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n_docs):
+        sents = []
+        for _ in range(rng.randint(3, 15)):
+            words = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3)))
+                     for _ in range(rng.randint(3, 12))]
+            sents.append(" ".join(words) + ".")
+        docs.append("\n".join(sents))
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def run_cli(**kwargs):
+    """Runs the script's main() in this process with the given flags."""
+    fl = flags.FLAGS
+    fl.unparse_flags()
+    argv = ["create_pretraining_data"] + [f"--{k}={v}" for k, v in kwargs.items()]
+    fl(argv)
+    try:
+        cli.main(None)
+    finally:
+        fl.unparse_flags()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ptdata")
+    vocab_file, vocab = make_vocab(tmp / "vocab.txt")
+    corpus = make_corpus(tmp / "corpus.txt")
+    return tmp, vocab_file, vocab, corpus
+
+
+def read_all(paths):
+    out = []
+    for p in paths:
+        out.extend(records.read_examples(p))
+    return out
+
+
+def statistics(examples, vocab, max_seq_length=128):
+    mask_id = vocab["[MASK]"]
+    lengths = np.array([sum(e["input_mask"]) for e in examples])
+    masked = kept = random_tok = 0
+    n_masked = 0
+    for e in examples:
+        k = int(sum(e["masked_lm_weights"]))
+        n_masked += k
+        for p, label in zip(e["masked_lm_positions"][:k], e["masked_lm_ids"][:k]):
+            token = e["input_ids"][p]
+            if token == mask_id:
+                masked += 1
+            elif token == label:
+                kept += 1
+            else:
+                random_tok += 1
+    return {
+        "mean_length": lengths.mean(),
+        "short_share": float(np.mean(lengths < max_seq_length * 0.75)),
+        "masked_share": n_masked / lengths.sum(),
+        "mask_80": masked / n_masked, "keep_10": kept / n_masked,
+        "random_10": random_tok / n_masked,
+        "random_next": float(np.mean([e["next_sentence_labels"][0] for e in examples])),
+        "instances": len(examples),
+    }
+
+
+@pytest.fixture(scope="module")
+def original_and_fast(data):
+    tmp, vocab_file, vocab, corpus = data
+    common = dict(input_file=corpus, vocab_file=vocab_file, dupe_factor=5,
+                  max_seq_length=128, max_predictions_per_seq=20, random_seed=7)
+    orig = [str(tmp / f"orig-{i}.tfrecord") for i in range(2)]
+    fast = [str(tmp / f"fast-{i}.tfrecord") for i in range(2)]
+    run_cli(mode="original", output_file=",".join(orig), **common)
+    run_cli(mode="fast", num_workers=1, output_file=",".join(fast), **common)
+    return read_all(orig), read_all(fast), vocab
+
+
+def test_written_features_are_the_originals(data, original_and_fast):
+    import tensorflow as tf
+    tmp, *_ = data
+    raw = next(iter(tf.data.TFRecordDataset(str(tmp / "orig-0.tfrecord"))))
+    example = tf.train.Example.FromString(raw.numpy())
+    feats = example.features.feature
+    assert set(feats) == set(records.FEATURE_NAMES)
+    for name in records.FEATURE_NAMES:
+        kind = feats[name].WhichOneof("kind")
+        assert kind == ("float_list" if name == "masked_lm_weights" else "int64_list"), name
+    parsed = tf.io.parse_single_example(raw, records.feature_spec(128, 20))
+    assert parsed["input_ids"].shape == (128,) and parsed["masked_lm_ids"].shape == (20,)
+    for e in original_and_fast[0][:200]:  # zero padding, weights 1.0 then 0.0
+        n, k = sum(e["input_mask"]), int(sum(e["masked_lm_weights"]))
+        assert e["input_mask"] == [1] * n + [0] * (128 - n)
+        assert e["input_ids"][n:] == [0] * (128 - n) and e["segment_ids"][n:] == [0] * (128 - n)
+        assert e["masked_lm_weights"] == [1.0] * k + [0.0] * (20 - k)
+        assert e["masked_lm_positions"][k:] == [0] * (20 - k)
+        assert e["masked_lm_positions"][:k] == sorted(e["masked_lm_positions"][:k])
+        assert e["input_ids"][0] == 7 and e["input_ids"][n - 1] == 8  # [CLS] ... [SEP]
+
+
+def test_original_mode_statistics(original_and_fast):
+    stats = statistics(original_and_fast[0], original_and_fast[2])
+    assert 0.14 < stats["masked_share"] < 0.16
+    assert abs(stats["mask_80"] - 0.8) < 0.02
+    assert abs(stats["keep_10"] - 0.1) < 0.015 and abs(stats["random_10"] - 0.1) < 0.015
+    assert 0.45 < stats["random_next"] < 0.62
+
+
+def test_fast_mode_matches_original_statistics(original_and_fast):
+    orig = statistics(original_and_fast[0], original_and_fast[2])
+    fast = statistics(original_and_fast[1], original_and_fast[2])
+    assert abs(fast["instances"] - orig["instances"]) / orig["instances"] < 0.05
+    assert abs(fast["mean_length"] - orig["mean_length"]) / orig["mean_length"] < 0.03
+    assert abs(fast["short_share"] - orig["short_share"]) < 0.03
+    for key, tol in (("masked_share", 0.005), ("mask_80", 0.02), ("keep_10", 0.015),
+                     ("random_10", 0.015), ("random_next", 0.04)):
+        assert abs(fast[key] - orig[key]) < tol, (key, fast[key], orig[key])
+
+
+def test_short_seq_prob_shapes_the_length_distribution(data):
+    tmp, vocab_file, vocab, corpus = data
+    shares = []
+    for prob in (0.0, 0.5):
+        out = str(tmp / f"short-{prob}.tfrecord")
+        run_cli(mode="original", input_file=corpus, output_file=out, vocab_file=vocab_file,
+                dupe_factor=2, short_seq_prob=prob)
+        shares.append(statistics(read_all([out]), vocab)["short_share"])
+    assert shares[1] > shares[0] + 0.15
+
+
+@pytest.mark.parametrize("mode", ["original", "fast"])
+def test_whole_word_masking_never_splits_a_word(data, mode):
+    tmp, vocab_file, vocab, corpus = data
+    out = str(tmp / f"wwm-{mode}.tfrecord")
+    run_cli(mode=mode, num_workers=1, input_file=corpus, output_file=out,
+            vocab_file=vocab_file, dupe_factor=1, do_whole_word_mask=True)
+    continuation = {i for t, i in vocab.items() if t.startswith("##")}
+    special = {vocab["[CLS]"], vocab["[SEP]"]}
+    n_groups = 0
+    for e in records.read_examples(out):
+        n, k = sum(e["input_mask"]), int(sum(e["masked_lm_weights"]))
+        original = list(e["input_ids"][:n])
+        for p, label in zip(e["masked_lm_positions"][:k], e["masked_lm_ids"][:k]):
+            original[p] = label
+        masked = set(e["masked_lm_positions"][:k])
+        groups = []
+        for i, t in enumerate(original):
+            if t in special:
+                continue
+            if t in continuation and groups:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        for g in groups:
+            hit = [i in masked for i in g]
+            assert all(hit) or not any(hit), (g, sorted(masked))
+            n_groups += len(g) > 1 and all(hit)
+    assert n_groups > 100  # multi-piece words really were masked whole
+
+
+def test_fast_mode_is_deterministic_and_reads_every_document_once(data):
+    tmp, vocab_file, vocab, corpus = data
+    outs = []
+    for run in range(2):
+        paths = [str(tmp / f"det{run}-{i}.tfrecord") for i in range(2)]
+        # Tiny pieces: the corpus is cut at many document boundaries; 2 worker processes.
+        run_cli(mode="fast", num_workers=2, piece_mb=0.005, input_file=corpus,
+                output_file=",".join(paths), vocab_file=vocab_file, dupe_factor=1,
+                short_seq_prob=0.0)
+        outs.append([open(p, "rb").read() for p in paths])
+    assert outs[0] == outs[1] and all(outs[0])
+    # Every sentence of the corpus appears, as segment A of some instance, about once:
+    # with dupe_factor 1 the instances' A+B spans cover each document's text.
+    text_docs = open(corpus, encoding="utf-8").read().strip().split("\n\n")
+    instances = read_all([str(tmp / f"det0-{i}.tfrecord") for i in range(2)])
+    actual_next = [e for e in instances if e["next_sentence_labels"] == [0]]
+    assert len(instances) >= len(text_docs)
+    assert len(actual_next) > 0.3 * len(instances)
+
+
+def test_pieces_cover_each_document_exactly_once(data):
+    from data_prep import corpus as corpus_lib, fast_pretraining
+    _, _, _, corpus = data
+    lines = []
+    for piece in fast_pretraining.plan_pieces([corpus], piece_mb=0.003):
+        lines.extend(fast_pretraining.read_piece(piece, corpus_lib.CorpusStats()))
+    with open(corpus, "rb") as f:
+        want = [line.strip() for line in f]
+    assert [x for x in lines if x] == [x for x in want if x]
+
+
+def test_bad_input(data, tmp_path):
+    _, vocab_file, _, corpus = data
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\n")
+    for mode, source in (("original", empty), ("fast", empty), ("fast", blank)):
+        with pytest.raises(ValueError, match="no text in the input files"):
+            run_cli(mode=mode, num_workers=1, input_file=str(source),
+                    output_file=str(tmp_path / "x.tfrecord"), vocab_file=vocab_file)
+    assert not (tmp_path / "x.tfrecord").exists()
+    with pytest.raises(ValueError, match="no input file matches"):
+        run_cli(input_file=str(tmp_path / "nope*.txt"), output_file=str(tmp_path / "y"),
+                vocab_file=vocab_file)
+    with pytest.raises(ValueError, match="cannot read the vocabulary"):
+        run_cli(input_file=corpus, output_file=str(tmp_path / "y"),
+                vocab_file=str(tmp_path / "missing-vocab.txt"))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match="cannot write the output file"):
+        run_cli(mode="original", input_file=corpus, dupe_factor=1,
+                output_file=str(blocker / "sub" / "out.tfrecord"), vocab_file=vocab_file)
+
+
+def test_non_utf8_and_no_document_breaks_are_handled(data, tmp_path, capsys):
+    _, vocab_file, _, _ = data
+    text = tmp_path / "odd.txt"
+    text.write_bytes(b"kalo mine su.\nta\xff\xfe ri po.\nde fu ga.\nhi jo bu.\n")
+    out = tmp_path / "odd.tfrecord"
+    run_cli(mode="original", input_file=str(text), output_file=str(out),
+            vocab_file=vocab_file, dupe_factor=2)
+    err = capsys.readouterr().err
+    assert "1 lines with invalid UTF-8" in err
+    assert len(list(records.read_examples(str(out)))) > 0
+
+
+def test_interrupted_write_leaves_nothing_under_final_names(tmp_path):
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    with pytest.raises(KeyboardInterrupt):
+        with records.shard_writers(paths) as writers:
+            writers[0].write(b"partial")
+            raise KeyboardInterrupt
+    assert os.listdir(tmp_path) == []
+
+
+def test_wrong_features_are_named(tmp_path):
+    import tensorflow as tf
+    path = str(tmp_path / "other.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        w.write(tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))}))
+            .SerializeToString())
+    with pytest.raises(ValueError, match="not a pre-training TFRecord"):
+        list(records.read_examples(path))
