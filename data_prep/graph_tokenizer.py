@@ -99,7 +99,8 @@ class GraphTokenizer(tf.Module):
     """Strings -> WordPiece ids, in TensorFlow ops (traceable, exportable).
 
     Args:
-        vocab_file: str. Same vocabulary file as `FullTokenizer`.
+        vocab_file: str. Same vocabulary file as `FullTokenizer`; None for a tokenizer
+            that only does `basic_tokenize` (e.g. to count words for a new vocabulary).
         do_lower_case: bool. Defaults to True.
 
     Example:
@@ -110,9 +111,15 @@ class GraphTokenizer(tf.Module):
     ```
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, name=None):
+    def __init__(self, vocab_file=None, do_lower_case=True, name=None):
         super().__init__(name=name)
         self.do_lower_case = do_lower_case
+        self._classes = _character_classes()
+        self._lower_fixes = _lowercase_fixes() if do_lower_case else ()
+        self._lower_fix_any = "[" + "".join(ch for ch, _ in self._lower_fixes) + "]"
+        self._wordpiece = None
+        if vocab_file is None:
+            return
         vocab = tokenization.load_vocab(vocab_file)
         if tokenization.UNK_TOKEN not in vocab:
             raise tokenization.VocabularyError(
@@ -126,9 +133,6 @@ class GraphTokenizer(tf.Module):
             self._table, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
             token_out_type=tf.int64, unknown_token=tokenization.UNK_TOKEN,
             split_unknown_characters=False)
-        self._classes = _character_classes()
-        self._lower_fixes = _lowercase_fixes() if do_lower_case else ()
-        self._lower_fix_any = "[" + "".join(ch for ch, _ in self._lower_fixes) + "]"
 
     def _lower(self, texts):
         # ICU's full lower-casing is Python's str.lower (final sigma included) except for
@@ -163,6 +167,8 @@ class GraphTokenizer(tf.Module):
 
     def tokenize(self, texts):
         """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids."""
+        if self._wordpiece is None:
+            raise ValueError("This GraphTokenizer has no vocabulary; pass vocab_file.")
         words = self.basic_tokenize(texts)
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > \
             tokenization.MAX_INPUT_CHARS_PER_WORD

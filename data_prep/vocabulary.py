@@ -30,6 +30,37 @@ def count_words(lines, do_lower_case=True):
     return counts
 
 
+def count_words_in_files(files, do_lower_case=True, batch_size=8192, progress=None):
+    """Counts basic-tokenized words of text files with the in-graph tokenizer (C++; the
+    same words as `BasicTokenizer`), streaming, for corpora of any size."""
+    import tensorflow as tf
+
+    from data_prep.graph_tokenizer import GraphTokenizer
+
+    tokenizer = GraphTokenizer(None, do_lower_case)
+    counts = collections.Counter()
+
+    def flush(batch):
+        words = tokenizer.basic_tokenize(tf.constant(batch)).flat_values.numpy()
+        counts.update(w.decode("utf-8") for w in words)
+        if progress is not None:
+            progress.update(lines=len(batch))
+
+    for path in files:
+        batch = []
+        with tf.io.gfile.GFile(path, "rb") as f:
+            for raw in f:
+                line = raw.strip()
+                if line:
+                    batch.append(line)
+                if len(batch) >= batch_size:
+                    flush(batch)
+                    batch = []
+        if batch:
+            flush(batch)
+    return counts
+
+
 def learn_vocabulary(lines, vocab_size, do_lower_case=True, num_unused=99,
                      lower_thresh=1, max_unique_chars=1000):
     """Learns a WordPiece vocabulary of at most `vocab_size` tokens (reserved included).
@@ -45,10 +76,19 @@ def learn_vocabulary(lines, vocab_size, do_lower_case=True, num_unused=99,
     Returns:
         list of str tokens, id = position.
     """
+    return learn_from_counts(count_words(lines, do_lower_case), vocab_size, num_unused,
+                             lower_thresh, max_unique_chars)
+
+
+def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
+                      max_unique_chars=1000):
+    """`learn_vocabulary` from word counts (see `count_words_in_files`)."""
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as lib
 
     reserved = reserved_tokens(num_unused)
-    counts = count_words(lines, do_lower_case)
+    if vocab_size <= len(reserved):
+        raise ValueError(f"vocab_size={vocab_size} leaves no room after the "
+                         f"{len(reserved)} reserved tokens.")
     if not counts:
         raise ValueError("No words to learn a vocabulary from: the input text is empty.")
     learned = lib.learn(sorted(counts.items()), vocab_size, reserved,

@@ -1,0 +1,55 @@
+"""Learn a BERT WordPiece vocabulary from document text files.
+
+Pipeline position: text -> **vocab.txt** -> create_pretraining_data -> ... Needed when
+pre-training for a new language or domain. Words are split exactly as the tokenizers will
+split them (cleaning, CJK characters, lower-casing and accents, punctuation); tensorflow-
+text's WordPiece learner chooses the pieces. The result has the released vocabularies'
+layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK], then the learned pieces.
+
+    python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
+      --vocab_size=30522 --do_lower_case
+"""
+
+import sys
+import time
+
+from absl import app, flags
+
+flags.DEFINE_string("input_file", None, "Text file(s): comma-separated files or globs.")
+flags.DEFINE_string("output_file", None, "The vocabulary file to write.")
+flags.DEFINE_integer("vocab_size", 30522, "Maximum vocabulary size, reserved tokens included.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lower-case and strip accents (uncased model); False for a cased model.")
+flags.DEFINE_integer("num_unused", 99, "Number of [unusedN] slots before [UNK] (99 puts "
+                     "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
+flags.DEFINE_integer("lower_thresh", 10, "Lowest word count the learner considers; lower "
+                     "it for small corpora.")
+flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size limit: the most frequent "
+                     "characters are kept. Raise it for CJK (e.g. 20000).")
+
+FLAGS = flags.FLAGS
+
+
+def main(_):
+    from data_prep import corpus, vocabulary
+    from data_prep.progress import Progress
+
+    files = corpus.expand_input_patterns(FLAGS.input_file)
+    start = time.time()
+    progress = Progress("build_vocab: counting words", ["lines"])
+    counts = vocabulary.count_words_in_files(files, FLAGS.do_lower_case, progress=progress)
+    progress.close()
+    if not counts:
+        raise ValueError(f"{', '.join(files)}: no words in the input files.")
+    print(f"{len(counts):,} distinct words, {sum(counts.values()):,} in all; learning "
+          f"{FLAGS.vocab_size:,} pieces...", file=sys.stderr)
+    tokens = vocabulary.learn_from_counts(counts, FLAGS.vocab_size, FLAGS.num_unused,
+                                          FLAGS.lower_thresh, FLAGS.max_unique_chars)
+    vocabulary.write_vocabulary(tokens, FLAGS.output_file)
+    print(f"Wrote {len(tokens):,} tokens to {FLAGS.output_file} in "
+          f"{time.time() - start:.1f} s.", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "output_file"])
+    app.run(main)
