@@ -1,0 +1,82 @@
+"""Wikitext of one article -> its plain-text paragraphs, as the BERT paper used Wikipedia:
+"we extract only the text passages and ignore lists, tables, and headers".
+
+Pipeline position: inside `extract_wikipedia` (dump -> documents).
+
+Removed: headings, lists, tables, templates (infoboxes, citations, navigation boxes),
+references, HTML comments, galleries and other extension tags, file/image/category and
+interlanguage links, magic words. Kept: the text of ordinary links and formatting.
+Parsing is `mwparserfromhell`'s.
+"""
+
+import re
+
+# Line-level markup of lists, definition lists, tables, headings and behaviour switches.
+_DROPPED_LINE = re.compile(r"^\s*([*#:;]|\{\||\|\}|\||!|=.*=\s*$|__[A-Z]+__)")
+# Extension and HTML tags whose whole content is not article prose.
+_DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "chem", "timeline",
+                 "score", "syntaxhighlight", "source", "pre", "code", "imagemap", "graph",
+                 "mapframe", "templatedata", "noinclude", "includeonly", "div", "blockquote",
+                 "sup", "sub", "small", "poem", "hiero", "ce", "nowiki", "br"}
+_NON_ARTICLE_LINK = re.compile(
+    r"^\s*:?\s*(file|image|category|media|wikipedia|wp|template|help|portal|special|"
+    r"user|talk|draft|module|[a-z]{2,3}(-[a-z]+)?)\s*:", re.IGNORECASE)
+_SPACES = re.compile(r"[ \t]+")
+_MIN_PARAGRAPH_CHARS = 20
+
+
+def _remove(wikicode, node):
+    try:
+        wikicode.remove(node)
+    except ValueError:  # already gone with a removed parent
+        pass
+
+
+def clean_article(wikitext):
+    """Returns the article's prose paragraphs (list of str, in order).
+
+    Example: "'''Anarchism''' is a [[political philosophy]].<ref>x</ref>\\n== See also =="
+    -> ["Anarchism is a political philosophy."]
+    """
+    import mwparserfromhell
+
+    # 1. Constructs that may span lines go first, with the parser.
+    code = mwparserfromhell.parse(wikitext)
+    for node in code.filter_templates(recursive=False):
+        _remove(code, node)
+    for node in code.filter_comments():
+        _remove(code, node)
+    for node in code.filter_tags():
+        if str(node.tag).strip().lower() in _DROPPED_TAGS:
+            _remove(code, node)
+    for node in code.filter_wikilinks():
+        if _NON_ARTICLE_LINK.match(str(node.title)):
+            _remove(code, node)
+    # 2. Then line-level markup (lists, tables, headings), 3. then the remaining markup.
+    kept_lines = [line for line in str(code).split("\n") if not _DROPPED_LINE.match(line)]
+    text = mwparserfromhell.parse("\n".join(kept_lines)).strip_code(normalize=True,
+                                                                      collapse=True)
+    text = re.sub(r"<[^<>\n]{0,200}>", " ", text)  # stray or unbalanced HTML tags
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text):
+        block = _SPACES.sub(" ", block.replace("\n", " ")).strip()
+        # Leftovers of removed constructs ("()", "; ,") and stubs are not passages.
+        block = re.sub(r"\(\s*[,;]?\s*\)", "", block)
+        block = re.sub(r"\s+([,.;:])", r"\1", block).strip()
+        if len(block) >= _MIN_PARAGRAPH_CHARS and any(c.isalpha() for c in block):
+            paragraphs.append(block)
+    return paragraphs
+
+
+def article_sentences(args):
+    """(wikitext, language) -> the article's sentences, paragraph after paragraph. Runs in
+    worker processes (no TensorFlow needed here)."""
+    from data_prep.sentences import split_sentences
+
+    wikitext, language = args
+    out = []
+    for paragraph in clean_article(wikitext):
+        # Markup the parser could not balance (malformed wikitext) is not prose.
+        out.extend(s for s in split_sentences(paragraph, language)
+                   if not any(m in s for m in ("{{", "}}", "[[", "]]")))
+    return out
