@@ -48,7 +48,7 @@ flags.DEFINE_integer("num_workers", os.cpu_count() or 1,
 flags.DEFINE_integer("num_shards", 1,
                      "--mode=fast: split the input pieces over this many machines...")
 flags.DEFINE_integer("shard_index", 0, "...and process only this machine's share (0-based).")
-flags.DEFINE_float("piece_mb", 4.0, "--mode=fast: size of the input pieces processed "
+flags.DEFINE_float("piece_mb", 1.0, "--mode=fast: size of the input pieces processed "
                    "independently (bounds memory per worker).")
 flags.DEFINE_enum("tokenizer", "graph", ["graph", "python"],
                   "--mode=original: 'graph' (tensorflow-text, C++) or 'python' (the "

@@ -18,6 +18,7 @@ How it differs from `--mode=original` (which reproduces the original's output ex
   * output files are divided among worker processes, each writing its own.
 """
 
+import bisect
 import dataclasses
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import numpy as np
 
 from data_prep import corpus, pretraining_instances as pi
 
-DEFAULT_PIECE_MB = 4
+DEFAULT_PIECE_MB = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,34 +94,151 @@ def read_piece(piece, stats):
             yield line
 
 
-def mask_batch(instances, vocab_info, params, rng):
-    """Masks `instances` (unmasked `TrainingInstance`s with numpy `input_ids`) in place.
+@dataclasses.dataclass
+class PieceTokens:
+    """A piece's documents as flat arrays: segment k of the piece is
+    `flat[seg_start[k]:seg_end[k]]`; document d is segments
+    `doc_first[d] .. doc_first[d] + doc_count[d] - 1` (contiguous in `flat`)."""
+    flat: np.ndarray
+    seg_start: np.ndarray
+    seg_end: np.ndarray
+    doc_first: np.ndarray
+    doc_count: np.ndarray
 
-    Args:
-        rng: `numpy.random.Generator`.
+
+def piece_tokens(values, splits, is_break):
+    """From tokenized lines (ragged `values`/`splits`, one row per line, blank lines
+    marked in `is_break`) to `PieceTokens`, as the original reads documents: a blank line
+    starts a document, lines without tokens are skipped, empty documents dropped."""
+    splits = np.asarray(splits, np.int64)
+    starts, ends = splits[:-1], splits[1:]
+    doc_of_line = np.cumsum(is_break)
+    keep = (~is_break) & (ends > starts)
+    seg_start, seg_end, seg_doc = starts[keep], ends[keep], doc_of_line[keep]
+    if not len(seg_start):
+        empty = np.zeros(0, np.int64)
+        return PieceTokens(np.asarray(values, np.int32), empty, empty, empty, empty)
+    change = np.flatnonzero(np.diff(seg_doc)) + 1
+    doc_first = np.concatenate([[0], change])
+    doc_count = np.diff(np.concatenate([doc_first, [len(seg_start)]]))
+    return PieceTokens(np.asarray(values, np.int32), seg_start, seg_end, doc_first, doc_count)
+
+
+def chunk_spans(tokens, params, dupe_factor, rng):
+    """The original's segment-A/B construction, on token offsets: returns arrays
+    (a_lo, a_hi, b_lo, b_hi, is_random_next) of spans of `tokens.flat`, before truncation.
+
+    Same rules as `pretraining_instances.create_instances_from_document` (target length
+    drawn per document and pass, split point, 50% random next from another document with
+    unused segments put back), with this piece's own random stream `rng`.
     """
-    n = len(instances)
-    if n == 0:
-        return
-    lengths = np.array([len(x.input_ids) for x in instances])
-    width = int(lengths.max())
-    ids = np.zeros((n, width), np.int64)
-    for row, inst in enumerate(instances):
-        ids[row, :lengths[row]] = inst.input_ids
+    max_num_tokens = params.max_seq_length - 3
+    seg_start, seg_end = tokens.seg_start.tolist(), tokens.seg_end.tolist()
+    doc_first, doc_count = tokens.doc_first.tolist(), tokens.doc_count.tolist()
+    num_docs = len(doc_first)
+    order = list(range(num_docs))
+    rng.shuffle(order)
+    a_lo, a_hi, b_lo, b_hi, rand = [], [], [], [], []
+    for _ in range(dupe_factor):
+        for d in order:
+            first, n = doc_first[d], doc_count[d]
+            target = max_num_tokens
+            if rng.random() < params.short_seq_prob:
+                target = rng.randint(2, max_num_tokens)
+            i, chunk_n, length = 0, 0, 0
+            while i < n:
+                chunk_n += 1
+                length += seg_end[first + i] - seg_start[first + i]
+                if i == n - 1 or length >= target:
+                    c0 = first + i - chunk_n + 1
+                    a_end = rng.randint(1, chunk_n - 1) if chunk_n >= 2 else 1
+                    lo, hi = seg_start[c0], seg_end[c0 + a_end - 1]
+                    if chunk_n == 1 or rng.random() < 0.5:
+                        for _ in range(10):
+                            r = rng.randint(0, num_docs - 1)
+                            if r != d:
+                                break
+                        r_first, r_n = doc_first[r], doc_count[r]
+                        start_seg = r_first + rng.randint(0, r_n - 1)
+                        want = seg_start[start_seg] + target - (hi - lo)
+                        # First segment from start_seg whose end reaches the target B
+                        # length (at least one segment; at most the document's end).
+                        j = bisect.bisect_left(seg_end, want, start_seg, r_first + r_n)
+                        j = min(j, r_first + r_n - 1)
+                        b_lo.append(seg_start[start_seg])
+                        b_hi.append(seg_end[j])
+                        rand.append(True)
+                        i -= chunk_n - a_end  # put the unused segments back
+                    else:
+                        b_lo.append(seg_start[c0 + a_end])
+                        b_hi.append(seg_end[first + i])
+                        rand.append(False)
+                    a_lo.append(lo)
+                    a_hi.append(hi)
+                    chunk_n, length = 0, 0
+                i += 1
+    return tuple(np.asarray(x, np.int64) for x in (a_lo, a_hi, b_lo, b_hi)) + \
+        (np.asarray(rand, bool),)
+
+
+def truncate_spans(a_lo, a_hi, b_lo, b_hi, max_num_tokens, rng):
+    """The original's random truncation in closed form. Tokens are removed from the longer
+    side (B on a tie) until the pair fits, so the final lengths are fixed; each removal is
+    from the front or the back with probability 1/2, so the number taken from the front
+    is Binomial(removed, 1/2)."""
+    la, lb = a_hi - a_lo, b_hi - b_lo
+    over = la + lb > max_num_tokens
+    la2 = np.where(over, np.minimum(la, np.maximum(max_num_tokens - lb,
+                                                   (max_num_tokens + 1) // 2)), la)
+    lb2 = np.where(over, max_num_tokens - la2, lb)
+    a_front = rng.binomial(la - la2, 0.5)
+    b_front = rng.binomial(lb - lb2, 0.5)
+    return a_lo + a_front, la2, b_lo + b_front, lb2
+
+
+def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
+    """[CLS] A [SEP] B [SEP] rows, zero-padded to `width`: (input_ids, segment_ids,
+    lengths)."""
+    j = np.arange(width)[None, :]
+    la_, lb_ = la[:, None], lb[:, None]
+    in_a = (j >= 1) & (j <= la_)
+    in_b = (j >= la_ + 2) & (j <= la_ + lb_ + 1)
+    src = np.where(in_a, a_lo[:, None] + j - 1, np.where(in_b, b_lo[:, None] + j - la_ - 2, 0))
+    ids = np.where(in_a | in_b, flat[src], 0).astype(np.int64)
+    ids[:, 0] = vocab_info.cls_id
+    rows = np.arange(len(la))
+    ids[rows, la + 1] = vocab_info.sep_id
+    ids[rows, la + lb + 2] = vocab_info.sep_id
+    lengths = la + lb + 3
+    segment_ids = ((j >= la_ + 2) & (j < lengths[:, None])).astype(np.int64)
+    return ids, segment_ids, lengths
+
+
+def mask_matrix(ids, lengths, vocab_info, params, rng):
+    """Masks rows of `ids` in place (without whole-word masking): candidates are shuffled by
+    random keys and the first `num_to_predict` taken; one uniform draw per position picks
+    [MASK] (80%), the original (10%) or a random vocabulary entry (10%).
+
+    Returns:
+        (positions [N, max_predictions] sorted and zero-padded, original ids there,
+        number of predictions per row).
+    """
+    n, width = ids.shape
     real = np.arange(width)[None, :] < lengths[:, None]
     candidate = real & (ids != vocab_info.cls_id) & (ids != vocab_info.sep_id)
-    # Python 3 round (ties to even) = numpy's round.
+    # Python 3's round (ties to even) is numpy's.
     budget = np.minimum(params.max_predictions_per_seq,
                         np.maximum(1, np.round(lengths * params.masked_lm_prob).astype(int)))
     budget = np.minimum(budget, candidate.sum(axis=1))
     keys = rng.random((n, width))
     keys[~candidate] = 2.0  # non-candidates sort last
-    order = np.argsort(keys, axis=1, kind="stable")
     k = params.max_predictions_per_seq
-    chosen = order[:, :k] if width >= k else np.pad(order, ((0, 0), (0, k - width)))
+    order = np.argsort(keys, axis=1, kind="stable")[:, :k]
+    if order.shape[1] < k:
+        order = np.pad(order, ((0, 0), (0, k - order.shape[1])))
     valid = np.arange(k)[None, :] < budget[:, None]
     # Sorted, the chosen positions stay in the first budget[i] columns (padding is larger).
-    positions = np.sort(np.where(valid, chosen, width + 1), axis=1)
+    positions = np.sort(np.where(valid, order, width + 1), axis=1)
     safe = np.where(valid, positions, 0)
     rows = np.arange(n)[:, None]
     originals = ids[rows, safe]
@@ -130,34 +248,73 @@ def mask_batch(instances, vocab_info, params, rng):
     replaced = np.where(coin < 0.8, vocab_info.mask_id,
                         np.where(coin < 0.9, originals, random_tokens))
     ids[rows, safe] = np.where(valid, replaced, ids[rows, safe])
-    for row, inst in enumerate(instances):
-        m = int(budget[row])
-        inst.input_ids = ids[row, :lengths[row]]
-        inst.masked_lm_positions = positions[row, :m]
-        inst.masked_lm_ids = originals[row, :m]
+    return np.where(valid, positions, 0), np.where(valid, originals, 0), budget
 
 
-def instances_from_piece(documents, piece_index, vocab_info, params, dupe_factor, seed):
-    """Shuffled, masked instances of one piece's documents."""
+def mask_matrix_whole_words(ids, lengths, vocab_info, params, rng):
+    """Whole-word masking, row by row with the original's procedure (word groups make the
+    choice sequential)."""
+    k = params.max_predictions_per_seq
+    positions = np.zeros((len(ids), k), np.int64)
+    originals = np.zeros((len(ids), k), np.int64)
+    budget = np.zeros(len(ids), np.int64)
+    for row in range(len(ids)):
+        n = int(lengths[row])
+        out, pos, lab = pi.create_masked_lm_predictions(ids[row, :n].tolist(), vocab_info,
+                                                        params, rng)
+        ids[row, :n] = out
+        positions[row, :len(pos)] = pos
+        originals[row, :len(lab)] = lab
+        budget[row] = len(pos)
+    return positions, originals, budget
+
+
+def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
+                 batch_size=4096):
+    """All instances of one piece, shuffled and masked, as serialized tf.train.Examples.
+
+    Returns:
+        (list of bytes, counts dict).
+    """
+    from data_prep.example_encoder import encode_batch
+
     py_rng = random.Random(seed * 1_000_003 + piece_index)
     np_rng = np.random.default_rng([seed, piece_index])
-    py_rng.shuffle(documents)
-    instances = []
-    for _ in range(dupe_factor):
-        for d in range(len(documents)):
-            for inst in pi.create_instances_from_document(documents, d, vocab_info, params,
-                                                          py_rng, mask=False):
-                inst.input_ids = np.asarray(inst.input_ids, np.int32)
-                instances.append(inst)
-    instances = [instances[i] for i in np_rng.permutation(len(instances))]
-    if params.do_whole_word_mask:  # word groups make it sequential: the original's code
-        for inst in instances:
-            inst.input_ids, inst.masked_lm_positions, inst.masked_lm_ids = \
-                pi.create_masked_lm_predictions(inst.input_ids.tolist(), vocab_info,
-                                                params, py_rng)
-    else:
-        mask_batch(instances, vocab_info, params, np_rng)
-    return instances
+    counts = {"instances": 0, "tokens": 0, "masked": 0, "random_next": 0}
+    if not len(tokens.doc_first):
+        return [], counts
+    a_lo, a_hi, b_lo, b_hi, rand = chunk_spans(tokens, params, dupe_factor, py_rng)
+    perm = np_rng.permutation(len(a_lo))
+    a_lo, a_hi, b_lo, b_hi, rand = a_lo[perm], a_hi[perm], b_lo[perm], b_hi[perm], rand[perm]
+    a_lo, la, b_lo, lb = truncate_spans(a_lo, a_hi, b_lo, b_hi, params.max_seq_length - 3,
+                                        np_rng)
+    out = []
+    for start in range(0, len(a_lo), batch_size):
+        sl = slice(start, start + batch_size)
+        ids, segments, lengths = build_matrix(tokens.flat, a_lo[sl], la[sl], b_lo[sl],
+                                              lb[sl], vocab_info, params.max_seq_length)
+        if params.do_whole_word_mask:
+            positions, originals, budget = mask_matrix_whole_words(
+                ids, lengths, vocab_info, params, py_rng)
+        else:
+            positions, originals, budget = mask_matrix(ids, lengths, vocab_info, params,
+                                                       np_rng)
+        width = params.max_seq_length
+        k = params.max_predictions_per_seq
+        out.extend(encode_batch({
+            "input_ids": ids,
+            "input_mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64),
+            "segment_ids": segments,
+            "masked_lm_positions": positions,
+            "masked_lm_ids": originals,
+            "masked_lm_weights": (np.arange(k)[None, :] < budget[:, None]).astype(np.float32),
+            "next_sentence_labels": rand[sl].astype(np.int64)[:, None],
+        }))
+        counts["tokens"] += int(lengths.sum())
+        counts["masked"] += int(budget.sum())
+    counts["instances"] = len(a_lo)
+    counts["random_next"] = int(rand.sum())
+    return out, counts
 
 
 @dataclasses.dataclass
@@ -195,44 +352,39 @@ def run_job(job, report=None):
         w = 0
         for piece in job.pieces:
             stats = corpus.CorpusStats()
-            documents = [[]]
             lines = list(read_piece(piece, stats))
-            texts = [line for line in lines if line]
-            ids = _tokenize(tokenizer, texts, tf) if texts else []
-            it = iter(ids)
-            for line in lines:
-                if not line:
-                    documents.append([])
-                    continue
-                tokens = next(it)
-                if tokens:
-                    documents[-1].append(tokens)
-            documents = [d for d in documents if d]
-            instances = instances_from_piece(documents, piece.index, vocab_info, job.params,
-                                             job.dupe_factor, job.seed)
-            for inst in instances:
-                writers[w].write(records.serialize_instance(
-                    _as_lists(inst), job.params.max_seq_length,
-                    job.params.max_predictions_per_seq))
+            is_break = np.array([not line for line in lines], bool)
+            values, splits = _tokenize_flat(tokenizer, lines, tf)
+            tokens = piece_tokens(values, splits, is_break)
+            serialized, counts = encode_piece(tokens, piece.index, vocab_info, job.params,
+                                              job.dupe_factor, job.seed)
+            for record in serialized:
+                writers[w].write(record)
                 w = (w + 1) % len(writers)
-                totals["tokens"] += len(inst.input_ids)
-                totals["masked"] += len(inst.masked_lm_positions)
-                totals["random_next"] += int(inst.is_random_next)
-            totals["documents"] += len(documents)
-            totals["instances"] += len(instances)
+            for key, value in counts.items():
+                totals[key] += value
+            totals["documents"] += len(tokens.doc_first)
             totals["lines"] += stats.lines
             totals["lines_with_invalid_utf8"] += stats.lines_with_invalid_utf8
             if report is not None:
-                report(lines=stats.lines, documents=len(documents), instances=len(instances))
+                report(lines=stats.lines, documents=len(tokens.doc_first),
+                       instances=counts["instances"])
     return totals
 
 
-def _as_lists(inst):
-    def to_list(x):
-        return x.tolist() if isinstance(x, np.ndarray) else list(x)
-    return pi.TrainingInstance(to_list(inst.input_ids), inst.segment_ids,
-                               to_list(inst.masked_lm_positions), to_list(inst.masked_lm_ids),
-                               inst.is_random_next)
+def _tokenize_flat(tokenizer, lines, tf, batch=16384):
+    """Lines (bytes; blank ones give empty rows) -> (flat ids, row splits), in C++."""
+    values, splits = [], [np.zeros(1, np.int64)]
+    offset = 0
+    for start in range(0, len(lines), batch):
+        ragged = tokenizer.tokenize(tf.constant(lines[start:start + batch]))
+        v = ragged.flat_values.numpy()
+        values.append(v)
+        splits.append(ragged.row_splits.numpy()[1:] + offset)
+        offset += len(v)
+    if not values:
+        return np.zeros(0, np.int32), np.zeros(1, np.int64)
+    return np.concatenate(values).astype(np.int32), np.concatenate(splits)
 
 
 def _tokenize(tokenizer, texts, tf, batch=8192):

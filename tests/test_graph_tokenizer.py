@@ -104,3 +104,16 @@ def test_every_code_point_is_normalised_alike(tmp_path, do_lower_case):
     else:  # another Python, another Unicode database: only recently assigned characters
         assert all(unicodedata.category(chr(cp)) == "Cn" or cp >= 0x10000
                    for cp in differing), sorted(hex(cp) for cp in differing)[:20]
+
+
+def test_vocabulary_with_repeated_tokens_matches_python(tmp_path):
+    """A repeated token keeps its last line number (as the original's load_vocab); the
+    in-graph tokenizer must give the same ids (it then uses a lookup table)."""
+    vocab = tmp_path / "dup.txt"
+    vocab.write_text("[UNK]\nhello\nwor\n##ld\nhello\n,\n", encoding="utf-8")
+    python_tok = FullTokenizer(str(vocab), True)
+    graph_tok = GraphTokenizer(str(vocab), True)
+    text = "Hello, world hello"
+    want = python_tok.convert_tokens_to_ids(python_tok.tokenize(text))
+    assert want == [4, 5, 2, 3, 4]
+    assert graph_tok.tokenize(tf.constant([text])).to_list()[0] == want
