@@ -7,7 +7,7 @@ Pipeline position: text files (from `extract_wikipedia`, `extract_bookcorpus` or
 
 import dataclasses
 
-import tensorflow as tf
+from data_prep import paths
 
 
 class CorpusError(ValueError):
@@ -34,7 +34,7 @@ def expand_input_patterns(spec):
     """
     files = []
     for pattern in [p.strip() for p in spec.split(",") if p.strip()]:
-        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = paths.glob(pattern)
         if not matches:
             raise CorpusError(f"{pattern}: no input file matches this pattern.")
         files.extend(matches)
@@ -47,8 +47,8 @@ def iter_lines(path, stats):
     """Yields each line of `path` as stripped UTF-8 bytes (invalid bytes are dropped later
     by the tokenizers, as the original's decoding does; such lines are counted)."""
     try:
-        f = tf.io.gfile.GFile(path, "rb")
-    except (tf.errors.OpError, OSError) as e:
+        f = paths.open_binary(path)
+    except OSError as e:
         raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
     stats.files += 1
     n_lines, breaks = 0, 0
@@ -56,7 +56,7 @@ def iter_lines(path, stats):
         while True:
             try:
                 raw = f.readline()
-            except (tf.errors.OpError, OSError) as e:
+            except OSError as e:
                 raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
             if not raw:
                 break

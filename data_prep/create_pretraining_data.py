@@ -114,23 +114,24 @@ def run_original(files, outputs, vocab, params, progress):
               "masked": 0, "random_next": 0, "lines": stats.lines,
               "lines_with_invalid_utf8": stats.lines_with_invalid_utf8}
     with records.shard_writers(outputs) as writers:
-        for index, inst in enumerate(instances):
-            writers[index % len(writers)].write(records.serialize_instance(
-                inst, params.max_seq_length, params.max_predictions_per_seq))
-            totals["tokens"] += len(inst.input_ids)
-            totals["masked"] += len(inst.masked_lm_positions)
-            totals["random_next"] += int(inst.is_random_next)
-            if index % 1000 == 999:
-                progress.update(instances=1000)
-    progress.update(instances=len(instances) % 1000)
+        for start in range(0, len(instances), 4096):
+            batch = instances[start:start + 4096]
+            for offset, data in enumerate(records.serialize_instances(
+                    batch, params.max_seq_length, params.max_predictions_per_seq)):
+                writers[(start + offset) % len(writers)].write(data)
+            for inst in batch:
+                totals["tokens"] += len(inst.input_ids)
+                totals["masked"] += len(inst.masked_lm_positions)
+                totals["random_next"] += int(inst.is_random_next)
+            progress.update(instances=len(batch))
     return totals
 
 
 def run_fast(files, outputs, params, progress):
     from data_prep import fast_pretraining
 
-    import tensorflow as tf
-    if all(tf.io.gfile.stat(f).length == 0 for f in files):
+    from data_prep import paths
+    if all(paths.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
     pieces = fast_pretraining.plan_pieces(files, FLAGS.piece_mb)
     pieces = pieces[FLAGS.shard_index::FLAGS.num_shards]
@@ -144,8 +145,8 @@ def run_fast(files, outputs, params, progress):
     totals = fast_pretraining.run(jobs, progress)
     if totals["documents"] == 0:
         for path in outputs:  # the empty shards this run just wrote
-            if tf.io.gfile.exists(path) and tf.io.gfile.stat(path).length == 0:
-                tf.io.gfile.remove(path)
+            if paths.exists(path) and paths.size(path) == 0:
+                paths.remove(path)
         raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
                          f"empty or tokenizes to nothing).")
     return totals

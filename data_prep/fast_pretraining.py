@@ -26,7 +26,7 @@ import random
 
 import numpy as np
 
-from data_prep import corpus, pretraining_instances as pi
+from data_prep import corpus, paths, pretraining_instances as pi
 
 DEFAULT_PIECE_MB = 1
 
@@ -42,12 +42,10 @@ class Piece:
 def plan_pieces(files, piece_mb=DEFAULT_PIECE_MB):
     """Cuts every file into byte ranges of about `piece_mb` MB; `read_piece` moves each
     boundary to the next document break."""
-    import tensorflow as tf
-
     step = max(1, int(piece_mb * 2 ** 20))
     pieces = []
     for path in files:
-        size = tf.io.gfile.stat(path).length
+        size = paths.size(path)
         for start in range(0, max(size, 1), step):
             pieces.append(Piece(len(pieces), path, start, min(start + step, size)))
     return pieces
@@ -57,11 +55,9 @@ def read_piece(piece, stats):
     """Yields the stripped lines of the documents that start inside the piece's range: a
     piece not at offset 0 skips to just after the first blank line at or after its start,
     and every piece reads on past its end to the next blank line."""
-    import tensorflow as tf
-
     try:
-        f = tf.io.gfile.GFile(piece.path, "rb")
-    except (tf.errors.OpError, OSError) as e:
+        f = paths.open_binary(piece.path)
+    except OSError as e:
         raise corpus.CorpusError(f"{piece.path}: cannot read the input file ({e}).") from e
     with f:
         f.seek(piece.start)

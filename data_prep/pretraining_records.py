@@ -61,6 +61,40 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
     return example.SerializeToString(deterministic=True)
 
 
+def serialize_instances(instances, max_seq_length, max_predictions_per_seq):
+    """Many `TrainingInstance`s -> serialized examples, byte-identical to
+    `serialize_instance` but encoded in one vectorised pass (`example_encoder`)."""
+    import numpy as np
+
+    from data_prep.example_encoder import encode_batch
+
+    n = len(instances)
+    ids = np.zeros((n, max_seq_length), np.int64)
+    segments = np.zeros((n, max_seq_length), np.int64)
+    mask = np.zeros((n, max_seq_length), np.int64)
+    positions = np.zeros((n, max_predictions_per_seq), np.int64)
+    labels = np.zeros((n, max_predictions_per_seq), np.int64)
+    weights = np.zeros((n, max_predictions_per_seq), np.float32)
+    for row, inst in enumerate(instances):
+        length, k = len(inst.input_ids), len(inst.masked_lm_positions)
+        if length > max_seq_length:
+            raise ValueError(f"Instance of length {length} exceeds "
+                             f"max_seq_length={max_seq_length}.")
+        ids[row, :length] = inst.input_ids
+        segments[row, :length] = inst.segment_ids
+        mask[row, :length] = 1
+        positions[row, :k] = inst.masked_lm_positions
+        labels[row, :k] = inst.masked_lm_ids
+        weights[row, :k] = 1.0
+    return encode_batch({
+        "input_ids": ids, "input_mask": mask, "segment_ids": segments,
+        "masked_lm_positions": positions, "masked_lm_ids": labels,
+        "masked_lm_weights": weights,
+        "next_sentence_labels": np.array([[int(i.is_random_next)] for i in instances],
+                                         np.int64).reshape(n, 1),
+    })
+
+
 def temporary_name(path):
     directory, base = os.path.split(path)
     return os.path.join(directory, f".tmp-{os.getpid()}-{base}")

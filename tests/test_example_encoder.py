@@ -40,3 +40,13 @@ def test_bytes_equal_protobuf_for_all_value_sizes():
         assert got[i] == _protobuf(features, i), i
     parsed = tf.train.Example.FromString(got[5])
     assert list(parsed.features.feature["input_ids"].int64_list.value) == ids[5].tolist()
+
+
+def test_serialize_instances_equals_serialize_instance():
+    from data_prep import pretraining_records as records
+    from data_prep.pretraining_instances import TrainingInstance
+    instances = [TrainingInstance([101, 7, 8, 102, 9, 102], [0, 0, 0, 0, 1, 1], [2, 4],
+                                  [5000, 9], True),
+                 TrainingInstance([101, 3, 102, 4, 102], [0, 0, 0, 1, 1], [1], [70000], False)]
+    fast = records.serialize_instances(instances, 8, 3)
+    assert fast == [records.serialize_instance(i, 8, 3) for i in instances]
