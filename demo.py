@@ -5,9 +5,11 @@ Stages (grown as the project grows: vocabulary -> TFRecords -> pre-training ->
 fine-tuning -> SavedModel):
   1. learn a WordPiece vocabulary from the corpus;
   2. tokenize the corpus with the Python tokenizer and the in-graph one, and compare;
-  3. build a small BERT, save it as a Google-format TF1 checkpoint + bert_config.json;
-  4. load that checkpoint back and check the activations are identical;
-  5. extract contextual features (extract_features.py's JSON lines) for three sentences.
+  3. write masked-LM / next-sentence pre-training TFRecords (create_pretraining_data's
+     fast mode) and decode one instance back;
+  4. build a small BERT, save it as a Google-format TF1 checkpoint + bert_config.json;
+  5. load that checkpoint back and check the activations are identical;
+  6. extract contextual features (extract_features.py's JSON lines) for three sentences.
 
     python demo.py [--output_dir=demo_output]
 """
@@ -66,7 +68,22 @@ def main(_):
     if agree != len(lines):
         raise SystemExit("tokenizers disagree")
 
-    stage(3, "Model and Google-format checkpoint")
+    stage(3, "Pre-training TFRecords")
+    from data_prep import fast_pretraining, pretraining_records
+    from data_prep.inspect_tfrecord import render
+    from data_prep.pretraining_instances import InstanceParams
+    records_file = os.path.join(out, "pretraining.tfrecord")
+    params = InstanceParams(max_seq_length=64, max_predictions_per_seq=10)
+    job = fast_pretraining.Job(pieces=fast_pretraining.plan_pieces([corpus_file]),
+                               output_files=[records_file], vocab_file=vocab_file,
+                               do_lower_case=True, params=params, dupe_factor=5, seed=12345)
+    totals = fast_pretraining.run([job])
+    first = next(pretraining_records.read_examples(records_file))
+    print(f"    {totals['instances']} instances from {totals['documents']} documents "
+          f"({totals['masked'] / totals['tokens']:.1%} of tokens masked) -> {records_file}")
+    print("    " + render(first, tokenizer.inv_vocab)[:300] + " ...")
+
+    stage(4, "Model and Google-format checkpoint")
     config = modeling.BertConfig(vocab_size=len(tokens), hidden_size=64, num_hidden_layers=2,
                                  num_attention_heads=4, intermediate_size=256,
                                  max_position_embeddings=128, type_vocab_size=2)
@@ -78,7 +95,7 @@ def main(_):
     print(f"    BERT with {model.count_params():,} parameters; wrote {len(names)} variables "
           f"under the original names to {prefix}")
 
-    stage(4, "Load it back")
+    stage(5, "Load it back")
     fresh = modeling.BertPretrainer(modeling.BertConfig.from_json_file(
         os.path.join(model_dir, "bert_config.json")))
     report = modeling.load_checkpoint(fresh, prefix, strict=True)
@@ -89,7 +106,7 @@ def main(_):
     print(f"    loaded {len(report.loaded)} weights ({report.format}); largest activation "
           f"difference after the round trip: {diff}")
 
-    stage(5, "Feature extraction")
+    stage(6, "Feature extraction")
     examples = [(i, lines[i], None) for i in (0, 9, 16)]
     packed = [(uid, packing.pack(tokenizer, a, b, 64)) for uid, a, b in examples]
     features_file = os.path.join(out, "features.jsonl")

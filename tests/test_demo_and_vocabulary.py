@@ -33,6 +33,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "agree on 28/28 sentences" in result.stdout
     assert "largest activation difference after the round trip: 0.0" in result.stdout
-    for name in ("vocab.txt", "model/bert_config.json", "model/bert_model.ckpt.index",
+    assert "instances from 4 documents" in result.stdout
+    for name in ("vocab.txt", "pretraining.tfrecord", "model/bert_config.json", "model/bert_model.ckpt.index",
                  "features.jsonl"):
         assert (tmp_path / name).exists(), name
