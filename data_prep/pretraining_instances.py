@@ -193,6 +193,8 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
     Returns:
         (masked input_ids, sorted positions, original ids at those positions).
     """
+    if not params.do_whole_word_mask:
+        return _mask_pieces(input_ids, vocab_info, params, rng)
     cand_indexes = []
     for i, token in enumerate(input_ids):
         if token == vocab_info.cls_id or token == vocab_info.sep_id:
@@ -228,3 +230,26 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
             masked.append((index, input_ids[index]))
     masked.sort()
     return output, [p for p, _ in masked], [label for _, label in masked]
+
+
+def _mask_pieces(input_ids, vocab_info, params, rng):
+    """`create_masked_lm_predictions` without whole-word masking, the same draws in the
+    same order: every candidate is a single position, so no candidate can overshoot the
+    budget or be covered twice, and the shuffle of single positions permutes exactly as
+    the shuffle of one-element lists would."""
+    cls_id, sep_id = vocab_info.cls_id, vocab_info.sep_id
+    cand = [i for i, token in enumerate(input_ids) if token != cls_id and token != sep_id]
+    rng.shuffle(cand)
+    budget = num_to_predict(len(input_ids), params)
+    output = list(input_ids)
+    chosen = sorted(cand[:budget])
+    # Draws happen in shuffled order; collect them in that order, then sort by position.
+    random_ = rng.random
+    words = vocab_info.word_ids
+    last = len(words) - 1
+    for index in cand[:budget]:
+        if random_() < 0.8:
+            output[index] = vocab_info.mask_id
+        elif random_() >= 0.5:
+            output[index] = words[rng.randint(0, last)]
+    return output, chosen, [input_ids[p] for p in chosen]
