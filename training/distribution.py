@@ -1,0 +1,86 @@
+"""Distribution strategies and mixed precision from command-line flags.
+
+Pipeline position: every entry point calls `get_strategy` and `set_precision` before
+building its model.
+"""
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def use_cpu_devices(count):
+    """Splits the host CPU into `count` logical devices (to try `mirrored` without GPUs).
+    Must run before TensorFlow initialises its devices."""
+    if count and count > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+
+
+def get_strategy(name, tpu_name=None, tpu_zone=None, gcp_project=None):
+    """A `tf.distribute.Strategy` for `--distribution_strategy`.
+
+    one_device: the first GPU, else the CPU. mirrored: every local GPU (or every logical
+    CPU device when there is no GPU). multi_worker_mirrored: the workers of `TF_CONFIG`.
+    tpu: the TPU named by `tpu_name` (or found in the environment).
+    """
+    if name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker_mirrored":
+        if "TF_CONFIG" not in os.environ:
+            logging.warning("multi_worker_mirrored without TF_CONFIG: one worker.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=tpu_name or "", zone=tpu_zone, project=gcp_project)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"--distribution_strategy={name!r} is not one of {list(STRATEGIES)}.")
+
+
+def set_precision(dtype):
+    """Sets Keras's global dtype policy for `--dtype`; returns True when the optimizer
+    needs dynamic loss scaling (float16)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype={dtype!r} is not one of {list(DTYPES)}.")
+    keras.mixed_precision.set_dtype_policy(DTYPES[dtype])
+    return dtype == "float16"
+
+
+def _task():
+    config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    return config.get("task", {}), config.get("cluster", {})
+
+
+def is_chief(strategy):
+    """True on the worker that writes checkpoints, summaries and results."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True
+    task, cluster = _task()
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind == "chief":
+        return True
+    return kind == "worker" and index == 0 and "chief" not in cluster or not task
+
+
+def worker_index(strategy):
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 0
+    task, cluster = _task()
+    if not task:
+        return 0
+    offset = len(cluster.get("chief", [])) if task.get("type") == "worker" else 0
+    return offset + int(task.get("index", 0))

@@ -1,0 +1,300 @@
+"""The training loop shared by every entry point, and evaluation.
+
+Pipeline position: `run_pretraining.py` and the fine-tuning scripts build a model, a task
+(`training.pretraining_task`, ...) and an optimizer (`training.optimizers`), then call
+`Trainer.train` and `evaluate` here.
+
+One training step, per replica, inside a `tf.function` that runs up to `steps_per_loop`
+steps without returning to Python:
+  1. the task's loss normalisers (e.g. the number of masked-LM weights) are summed over
+     replicas, so each replica's loss is its share of the loss of the *global* batch;
+  2. gradients, over `gradient_accumulation_steps` micro-batches of the replica's batch
+     (summed: 4 x 8 gives the gradient of the batch of 32);
+  3. summed over replicas (one all-reduce), measured (global norm), then handed to the
+     optimizer, which clips them by global norm and applies them (for float16, unscaled
+     and skipped on overflow by the dynamic loss scale).
+A non-finite loss ends the loop at once; `train` then raises `TrainingDivergedError` naming
+the step, without saving, so the last checkpoint is the last good one.
+
+Between loops, on the host: a log line (loss, learning rate, gradient norm, sequences/s,
+tokens/s), TensorBoard summaries in `model_dir/train`, and a checkpoint every
+`save_checkpoints_steps` (see `training.checkpointing`). Rerunning the same command
+restores the newest checkpoint, data position included, and stops at the same step.
+"""
+
+import os
+import shutil
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.framework import summary_pb2
+
+from training import checkpointing
+from training.distribution import is_chief, worker_index
+
+import keras
+
+
+def write_scalar(name, value):
+    """`tf.summary.scalar` without the `tensorboard` package (TensorFlow 2.21 does not
+    install it; it is only needed to *view* the logs): a scalar summary tagged for
+    TensorBoard's scalars plugin, written to the default writer."""
+    metadata = summary_pb2.SummaryMetadata()
+    metadata.plugin_data.plugin_name = "scalars"
+    tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=metadata)
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+def _learning_rate(optimizer):
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        optimizer = optimizer.inner_optimizer
+    lr = optimizer.learning_rate
+    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+
+class Trainer:
+    """Trains `model` on `task` with `optimizer` under `strategy`.
+
+    Build the model and the optimizer inside `strategy.scope()` before creating the
+    trainer (the trainer builds the optimizer's slots there too).
+
+    Args:
+        strategy: a `tf.distribute.Strategy`.
+        model: the Keras model the task calls.
+        task: object with `normalizers(batch)` and `loss(model, batch, normalizers,
+            training)` (see `training.pretraining_task`).
+        optimizer: from `training.optimizers.create_optimizer`.
+        model_dir: str. Checkpoints, TensorBoard summaries.
+        gradient_accumulation_steps: int. Micro-batches per replica batch.
+        jit_compile: bool. XLA-compile the forward and backward pass.
+        keep_checkpoint_max: int. Checkpoints kept.
+    """
+
+    def __init__(self, strategy, model, task, optimizer, model_dir,
+                 gradient_accumulation_steps=1, jit_compile=False, keep_checkpoint_max=5):
+        self.strategy = strategy
+        self.model = model
+        self.task = task
+        self.optimizer = optimizer
+        self.model_dir = model_dir
+        self.accumulation = int(gradient_accumulation_steps)
+        if self.accumulation < 1:
+            raise ValueError(f"--gradient_accumulation_steps must be >= 1, got "
+                             f"{gradient_accumulation_steps}.")
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        with strategy.scope():
+            self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                           name="global_step")
+            optimizer.build(model.trainable_variables)
+        self._variables = model.trainable_variables
+        self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile)
+        self._train_loop = tf.function(self._loop)
+        self._writer = None
+
+    # ------------------------------------------------------------------ replica step
+    def _gradients(self, batch, normalizers):
+        with tf.GradientTape() as tape:
+            loss, stats = self.task.loss(self.model, batch, normalizers, training=True)
+            scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
+        grads = tape.gradient(scaled, self._variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, self._variables)]
+        return loss, stats, grads
+
+    def _replica_step(self, batch):
+        context = tf.distribute.get_replica_context()
+        normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                         self.task.normalizers(batch))
+        k = self.accumulation
+        if k == 1:
+            loss, stats, grads = self._grad_fn(batch, normalizers)
+        else:
+            size = tf.shape(next(iter(batch.values())))[0] // k
+            loss, stats, grads = self._grad_fn(
+                tf.nest.map_structure(lambda t: t[:size], batch), normalizers)
+            for i in tf.range(1, k):
+                micro = tf.nest.map_structure(lambda t: t[i * size:(i + 1) * size], batch)
+                m_loss, m_stats, m_grads = self._grad_fn(micro, normalizers)
+                loss += m_loss
+                stats = tf.nest.map_structure(tf.add, stats, m_stats)
+                grads = [a + b for a, b in zip(grads, m_grads)]
+        grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        loss, stats = context.all_reduce(tf.distribute.ReduceOp.SUM, (loss, stats))
+        grad_norm = tf.linalg.global_norm(grads)
+        if self.loss_scaling:
+            grad_norm = grad_norm / tf.cast(self.optimizer.dynamic_scale, grad_norm.dtype)
+        self.optimizer.apply(grads, self._variables)
+        return loss, grad_norm, stats
+
+    def _loop(self, iterator, num_steps):
+        strategy = self.strategy
+        loss_sum = tf.constant(0.0)
+        norm_sum = tf.constant(0.0)
+        stats_sum = None
+        last_loss = tf.constant(0.0)
+        steps = tf.constant(0)
+        for _ in tf.range(num_steps):
+            batch = next(iterator)
+            loss, grad_norm, stats = strategy.run(self._replica_step, args=(batch,))
+            # Values are all-reduced already: every replica holds the same number.
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
+            grad_norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
+            stats = {name: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+                     for name, value in stats.items()}
+            self.global_step.assign_add(1)
+            steps += 1
+            last_loss = loss
+            loss_sum += loss
+            norm_sum += grad_norm
+            stats_sum = stats if stats_sum is None else {
+                name: stats_sum[name] + stats[name] for name in stats}
+            if not tf.math.is_finite(loss):
+                break
+        return {"steps": steps, "loss_sum": loss_sum, "grad_norm_sum": norm_sum,
+                "last_loss": last_loss, "stats_sum": stats_sum}
+
+    # ------------------------------------------------------------------ host loop
+    def _summary_writer(self):
+        if self._writer is None and is_chief(self.strategy):
+            self._writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+        return self._writer
+
+    def train(self, dataset_fn, num_train_steps, steps_per_loop=1000,
+              save_checkpoints_steps=1000, log_steps=100, global_batch_size=None,
+              hooks=()):
+        """Trains until `global_step == num_train_steps`, resuming from the newest
+        checkpoint in `model_dir` if there is one.
+
+        Args:
+            dataset_fn: `(input_context, skip_batches) -> tf.data.Dataset`: the input
+                pipeline's infinite, deterministic stream of per-replica batches (see
+                `strategy.distribute_datasets_from_function`), without its first
+                `skip_batches` batches.
+            hooks: callables `hook(step, logs)` run after each loop on the host.
+
+        Returns:
+            dict of the last loop's logs (empty if there was nothing to do).
+
+        Raises:
+            TrainingDivergedError: the loss became NaN or Inf.
+        """
+        strategy = self.strategy
+        checkpoint = checkpointing.training_checkpoint(self.model, self.optimizer,
+                                                       self.global_step)
+        manager = tf.train.CheckpointManager(
+            checkpoint, self._checkpoint_dir(), max_to_keep=self.keep_checkpoint_max,
+            step_counter=self.global_step, checkpoint_name="ckpt")
+        checkpointing.restore_latest(checkpoint, manager)
+        step = int(self.global_step.numpy())
+        # The input is deterministic for a given seed: a resumed run skips the batches
+        # already trained on (each input pipeline feeds its local replicas one batch each
+        # per step), so it sees exactly what an uninterrupted run would.
+        if step:
+            logging.info("Skipping the input already trained on (%d steps).", step)
+
+        def pipeline(context):
+            local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
+            return dataset_fn(context, step * local_replicas)
+
+        dataset = strategy.distribute_datasets_from_function(pipeline)
+        iterator = iter(dataset)
+        if step >= num_train_steps:
+            logging.info("Step %d of %d: training already finished.", step, num_train_steps)
+            return {}
+        logging.info("Training from step %d to %d.", step, num_train_steps)
+        logs = {}
+        while step < num_train_steps:
+            boundaries = [num_train_steps, step + steps_per_loop,
+                          (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
+            if log_steps:
+                boundaries.append((step // log_steps + 1) * log_steps)
+            num_steps = min(boundaries) - step
+            start = time.perf_counter()
+            out = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
+            out = tf.nest.map_structure(lambda t: t.numpy(), out)
+            elapsed = time.perf_counter() - start
+            step = int(self.global_step.numpy())
+            if not np.isfinite(out["last_loss"]):
+                raise TrainingDivergedError(
+                    f"The loss became {out['last_loss']} at step {step}; training stopped "
+                    f"without saving. The last good checkpoint is "
+                    f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, check "
+                    f"the input data, or use --dtype=float32.")
+            done = int(out["steps"])
+            logs = {"loss": out["loss_sum"] / done,
+                    "learning_rate": _learning_rate(self.optimizer),
+                    "gradient_norm": out["grad_norm_sum"] / done}
+            logs.update({name: value / done for name, value in out["stats_sum"].items()
+                         if name != "tokens"})
+            if global_batch_size:
+                logs["sequences_per_second"] = done * global_batch_size / elapsed
+            if "tokens" in out["stats_sum"]:
+                logs["tokens_per_second"] = out["stats_sum"]["tokens"] / elapsed
+            if self.loss_scaling:
+                logs["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
+            self._log(step, num_train_steps, logs)
+            if step % save_checkpoints_steps == 0 or step == num_train_steps:
+                self._save(manager, step)
+            for hook in hooks:
+                hook(step, logs)
+        return logs
+
+    def _checkpoint_dir(self):
+        if is_chief(self.strategy):
+            return self.model_dir
+        # Non-chief workers must take part in saving; they write to a scratch folder.
+        return os.path.join(self.model_dir, "scratch", f"worker_{worker_index(self.strategy)}")
+
+    def _save(self, manager, step):
+        path = manager.save(checkpoint_number=step)
+        if is_chief(self.strategy):
+            logging.info("Saved checkpoint %s", path)
+        else:
+            shutil.rmtree(self._checkpoint_dir(), ignore_errors=True)
+
+    def _log(self, step, total, logs):
+        parts = [f"step {step}/{total}", f"loss {logs['loss']:.4f}"]
+        for name, fmt in (("masked_lm_loss", ".4f"), ("next_sentence_loss", ".4f"),
+                          ("learning_rate", ".3e"), ("gradient_norm", ".3f"),
+                          ("sequences_per_second", ".1f"), ("tokens_per_second", ".0f"),
+                          ("loss_scale", ".0f")):
+            if name in logs:
+                parts.append(f"{name} {logs[name]:{fmt}}")
+        logging.info("  ".join(parts))
+        writer = self._summary_writer()
+        if writer is not None:
+            with writer.as_default(step=step):
+                for name, value in logs.items():
+                    write_scalar(name, value)
+            writer.flush()
+
+
+def evaluate(strategy, model, task, dataset, max_steps=None):
+    """Runs `task.eval_sums` over `dataset` (finite; at most `max_steps` batches) and
+    returns `task.eval_results` of the totals, plus "eval_steps"."""
+    dist = strategy.experimental_distribute_dataset(dataset)
+
+    @tf.function
+    def step(batch):
+        sums = strategy.run(lambda b: task.eval_sums(model, b), args=(batch,))
+        return {name: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                for name, value in sums.items()}
+
+    totals, steps = None, 0
+    for batch in dist:
+        if max_steps is not None and steps >= max_steps:
+            break
+        sums = {name: float(value.numpy()) for name, value in step(batch).items()}
+        totals = sums if totals is None else {n: totals[n] + sums[n] for n in sums}
+        steps += 1
+    if totals is None:
+        raise ValueError("The evaluation data is empty.")
+    results = task.eval_results(totals)
+    results["eval_steps"] = steps
+    return results

@@ -1,0 +1,217 @@
+"""Optimizers for pre-training and fine-tuning, as Keras 3 optimizers.
+
+Pipeline position: `create_optimizer` is the one optimizer factory of every entry point.
+
+  * `AdamWeightDecay` (default): the original release's `AdamWeightDecayOptimizer`, update
+    for update: Adam moments *without bias correction*, decoupled weight decay added to
+    the update (`update = m / (sqrt(v) + eps) + decay * param`), variables named
+    LayerNorm/layer_norm/bias not decayed.
+  * `Lamb` (You et al., 2019, https://arxiv.org/abs/1904.00962): bias-corrected Adam
+    direction plus weight decay, scaled per variable by the trust ratio
+    ||param|| / ||update||; the decay exclusions are also excluded from the trust ratio,
+    as in TF Model Garden's LAMB.
+  * `keras.optimizers.AdamW`: bias-corrected, for users who want it (`--optimizer=adamw`).
+
+Names for the exclusions are the canonical TF1 variable names (`bert/encoder/layer_0/
+attention/output/LayerNorm/gamma`, `cls/predictions/output_bias`, ...), so the same
+regular expressions as the original select the same variables.
+
+The training loop (`training.loop`) all-reduces the gradients across replicas itself and
+the optimizer then clips them by global norm, so clipping sees the gradient of the whole
+global batch whatever the number of replicas; the optimizers here therefore skip Keras's
+own cross-replica sum (`_PreReducedGradients`).
+"""
+
+import re
+
+import keras
+from keras import ops
+
+from modeling import checkpoint_mapping
+from training.schedules import WarmupLinearDecay
+
+DEFAULT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+OPTIMIZER_NAMES = ("adamw_original", "adamw", "lamb")
+
+
+class _PreReducedGradients:
+    """Gradients reach `apply` already summed over replicas by the training loop."""
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+
+class _ExcludedByKey:
+    """Weight-decay exclusion by variable identity (set with `exclude_variables`)."""
+
+    def exclude_variables(self, variables):
+        self._excluded_keys = {self._var_key(v) for v in variables}
+
+    def _decays(self, variable):
+        return self._var_key(variable) not in getattr(self, "_excluded_keys", set())
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class AdamWeightDecay(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
+    """The original BERT optimizer (`optimization.AdamWeightDecayOptimizer`).
+
+    For each variable with a gradient g:
+        m <- beta_1 * m + (1 - beta_1) * g
+        v <- beta_2 * v + (1 - beta_2) * g^2
+        update = m / (sqrt(v) + epsilon) [+ weight_decay_rate * param]
+        param <- param - learning_rate * update
+    No bias correction: with the original's warm-up this is what BERT was trained with.
+
+    Args:
+        learning_rate: float or schedule.
+        weight_decay_rate: float. Defaults to 0.01.
+        beta_1, beta_2, epsilon: Adam constants. Default 0.9, 0.999, 1e-6.
+        **kwargs: `keras.optimizers.Optimizer` arguments (e.g. `global_clipnorm`).
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9,
+                 beta_2=0.999, epsilon=1e-6, name="adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m, self._v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        update = m / (ops.sqrt(v) + self.epsilon)
+        if self.weight_decay_rate and self._decays(variable):
+            update = update + self.weight_decay_rate * variable
+        self.assign_sub(variable, lr * update)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+                       "beta_2": self.beta_2, "epsilon": self.epsilon})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class Lamb(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
+    """LAMB: layer-wise adaptive moments for large-batch training (You et al., 2019).
+
+        m, v as Adam (bias-corrected: m_hat, v_hat)
+        r = m_hat / (sqrt(v_hat) + epsilon) [+ weight_decay_rate * param]
+        ratio = ||param|| / ||r|| (1 if either is 0, or for excluded variables)
+        param <- param - learning_rate * ratio * r
+
+    Args as `AdamWeightDecay`.
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9,
+                 beta_2=0.999, epsilon=1e-6, name="lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m, self._v = self.add_optimizer_variables(var_list, ["lamb_m", "lamb_v"])
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        t = ops.cast(self.iterations + 1, variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), t))
+        v_hat = v / (1.0 - ops.power(ops.cast(self.beta_2, variable.dtype), t))
+        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
+        if self._decays(variable):
+            if self.weight_decay_rate:
+                update = update + self.weight_decay_rate * variable
+            w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            u_norm = ops.sqrt(ops.sum(ops.square(update)))
+            ratio = ops.where(ops.logical_and(w_norm > 0, u_norm > 0),
+                              w_norm / ops.maximum(u_norm, 1e-30), 1.0)
+            update = ratio * update
+        self.assign_sub(variable, lr * update)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+                       "beta_2": self.beta_2, "epsilon": self.epsilon})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class AdamW(_PreReducedGradients, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` (bias-corrected) fed by the training loop's reduction."""
+
+
+def canonical_names(model):
+    """{variable key: canonical TF1 name} for `model`'s trainable weights; a weight with
+    no canonical name (none in this project's models) is named by its Keras path."""
+    by_id = {id(variable): name
+             for name, (variable, _) in checkpoint_mapping.variable_map(model).items()}
+    return [(variable, by_id.get(id(variable), variable.path))
+            for variable in model.trainable_variables]
+
+
+def decay_excluded(model, patterns=DEFAULT_DECAY_EXCLUSIONS):
+    """The trainable weights whose canonical name matches any of `patterns` (`re.search`,
+    as the original's `_do_use_weight_decay`), as (variable, name) pairs."""
+    pattern = re.compile("|".join(patterns)) if patterns else None
+    return [(variable, name) for variable, name in canonical_names(model)
+            if pattern is not None and pattern.search(name)]
+
+
+def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
+                     optimizer="adamw_original", weight_decay_rate=0.01,
+                     clip_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                     decay_exclusions=DEFAULT_DECAY_EXCLUSIONS, loss_scale=False):
+    """The optimizer every entry point trains with: the original's by default.
+
+    Args:
+        model: the model to be trained (its weights must exist; they are matched against
+            `decay_exclusions` by canonical name).
+        learning_rate: float. Peak learning rate of `WarmupLinearDecay`.
+        num_train_steps, num_warmup_steps: int. The schedule.
+        optimizer: one of OPTIMIZER_NAMES.
+        clip_norm: float. Global-norm clipping of the (whole-batch) gradient; None: off.
+        loss_scale: bool. Wrap in a dynamic `keras.optimizers.LossScaleOptimizer`
+            (float16 mixed precision).
+
+    Returns:
+        A Keras optimizer; call `training.loop` with it.
+    """
+    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    excluded = [variable for variable, _ in decay_excluded(model, decay_exclusions)]
+    common = dict(learning_rate=schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+                  global_clipnorm=clip_norm)
+    if optimizer == "adamw_original":
+        opt = AdamWeightDecay(weight_decay_rate=weight_decay_rate, **common)
+        opt.exclude_variables(excluded)
+    elif optimizer == "lamb":
+        opt = Lamb(weight_decay_rate=weight_decay_rate, **common)
+        opt.exclude_variables(excluded)
+    elif optimizer == "adamw":
+        opt = AdamW(weight_decay=weight_decay_rate, **common)
+        opt.exclude_from_weight_decay(var_list=excluded)
+    else:
+        raise ValueError(f"--optimizer={optimizer!r} is not one of {list(OPTIMIZER_NAMES)}.")
+    if loss_scale:
+        opt = keras.optimizers.LossScaleOptimizer(opt)
+    return opt

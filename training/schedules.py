@@ -1,0 +1,48 @@
+"""The original release's learning-rate schedule: linear warm-up, then linear decay to 0.
+
+Pipeline position: built by `training.optimizers.create_optimizer` for pre-training and
+every fine-tuning task.
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """`optimization.create_optimizer`'s rate at step g (the count *before* the update):
+
+        g < num_warmup_steps:  learning_rate * g / num_warmup_steps
+        otherwise:             learning_rate * (1 - min(g, num_train_steps) / num_train_steps)
+
+    The decay line starts at step 0, not at the end of warm-up, so the rate jumps at the
+    end of warm-up to learning_rate * (1 - warmup / total), as in the original; the first
+    update (g = 0) has rate 0 when there is a warm-up.
+
+    Args:
+        learning_rate: float. Peak rate.
+        num_train_steps: int. The rate reaches 0 here.
+        num_warmup_steps: int. 0 for no warm-up.
+    """
+
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0):
+        if num_train_steps <= 0:
+            raise ValueError(f"num_train_steps must be positive, got {num_train_steps}.")
+        if num_warmup_steps < 0:
+            raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}.")
+        self.learning_rate = float(learning_rate)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        total = float(self.num_train_steps)
+        decayed = self.learning_rate * (1.0 - ops.minimum(step, total) / total)
+        if not self.num_warmup_steps:
+            return decayed
+        warmup = self.learning_rate * step / float(self.num_warmup_steps)
+        return ops.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps}
