@@ -56,6 +56,9 @@ def main(_):
     config = BertConfig.from_json_file(FLAGS.bert_config_file) \
         if FLAGS.bert_config_file else None
     _check_flags(config)
+    strategy, loss_scale = training_flags.strategy_from_flags(FLAGS)
+    logging.info("Strategy %s with %d replicas; dtype %s.", type(strategy).__name__,
+                 strategy.num_replicas_in_sync, FLAGS.dtype)
     train_files = expand_input_patterns(FLAGS.input_file)
     eval_files = expand_input_patterns(FLAGS.eval_input_file or FLAGS.input_file)
     for path in sorted(set(train_files) | set(eval_files)):  # one record per file: cheap
@@ -63,9 +66,6 @@ def main(_):
     logging.info("%d training files, %d evaluation files.", len(train_files),
                  len(eval_files))
 
-    strategy, loss_scale = training_flags.strategy_from_flags(FLAGS)
-    logging.info("Strategy %s with %d replicas; dtype %s.", type(strategy).__name__,
-                 strategy.num_replicas_in_sync, FLAGS.dtype)
     tf.io.gfile.makedirs(FLAGS.output_dir)
     task = PretrainingTask()
     with strategy.scope():

@@ -65,14 +65,17 @@ def define_common_flags():
 
 
 def strategy_from_flags(FLAGS):
-    """Precision policy and strategy; returns (strategy, loss_scale)."""
+    """Precision policy and strategy; returns (strategy, loss_scale).
+
+    Call it before anything runs a TensorFlow op: devices and collective ops
+    (multi_worker_mirrored) can only be configured at program start."""
     import keras
 
-    keras.utils.set_random_seed(FLAGS.seed)
     distribution.use_cpu_devices(FLAGS.num_cpu_devices)
     name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
     strategy = distribution.get_strategy(name, FLAGS.tpu_name, FLAGS.tpu_zone,
                                          FLAGS.gcp_project)
+    keras.utils.set_random_seed(FLAGS.seed)
     loss_scale = distribution.set_precision(FLAGS.dtype)
     return strategy, loss_scale
 

@@ -24,6 +24,7 @@ restores the newest checkpoint, data position included, and stops at the same st
 
 import os
 import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -248,8 +249,9 @@ class Trainer:
     def _checkpoint_dir(self):
         if is_chief(self.strategy):
             return self.model_dir
-        # Non-chief workers must take part in saving; they write to a scratch folder.
-        return os.path.join(self.model_dir, "scratch", f"worker_{worker_index(self.strategy)}")
+        # Non-chief workers must take part in saving; they write to a local scratch folder.
+        return os.path.join(tempfile.gettempdir(),
+                            f"bert_worker_{worker_index(self.strategy)}_{os.getpid()}")
 
     def _save(self, manager, step):
         path = manager.save(checkpoint_number=step)

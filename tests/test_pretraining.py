@@ -1,0 +1,191 @@
+"""Pre-training: the loss against a hand computation, learning, gradient accumulation,
+checkpoint/resume, the NaN guard, mixed precision and run_pretraining.py end to end."""
+
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data_prep.pretraining_input import pretraining_dataset
+from modeling import BertConfig, BertPretrainer
+from pretraining_data import TINY_TRAINING_CONFIG, write_records
+from training.loop import Trainer, TrainingDivergedError
+from training.optimizers import _PreReducedGradients, create_optimizer
+from training.pretraining_task import PretrainingTask
+
+SEQ, PRED = 24, 4
+
+
+class SGD(_PreReducedGradients, keras.optimizers.SGD):
+    """Plain SGD: after one step, (old - new) / lr is exactly the applied gradient."""
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("records")
+    return [write_records(folder / f"part-{i}.tfrecord", 256, seed=i) for i in range(2)]
+
+
+def _model(seed=0, **overrides):
+    keras.utils.set_random_seed(seed)
+    return BertPretrainer(BertConfig(**dict(TINY_TRAINING_CONFIG, **overrides)))
+
+
+def _train_fn(records, batch_size=32, seed=7):
+    def fn(context, skip):
+        return pretraining_dataset(records, batch_size, SEQ, PRED, is_training=True,
+                                   seed=seed, input_context=context, skip_batches=skip)
+    return fn
+
+
+def _first_batch(records, size):
+    return next(iter(pretraining_dataset(records, size, SEQ, PRED, is_training=False)))
+
+
+def _weights(model):
+    return [v.numpy().copy() for v in model.trainable_variables]
+
+
+def _log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_loss_of_one_batch_equals_hand_computation(records):
+    model = _model()
+    batch = _first_batch(records, 8)
+    task = PretrainingTask()
+    norms = task.normalizers(batch)
+    loss, stats = task.loss(model, batch, norms, training=False)
+    outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids",
+                                           "masked_lm_positions")})
+    mlm = _log_softmax(np.asarray(outputs["masked_lm_logits"], np.float64))
+    ids, weights = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy()
+    xent = -np.take_along_axis(mlm, ids[..., None], -1)[..., 0]
+    mlm_loss = (weights * xent).sum() / (weights.sum() + 1e-5)
+    nsp = _log_softmax(np.asarray(outputs["next_sentence_logits"], np.float64))
+    labels = batch["next_sentence_labels"].numpy()[:, 0]
+    nsp_loss = -nsp[np.arange(len(labels)), labels].mean()
+    assert 0 < weights.sum() < weights.size  # padding slots present and ignored
+    np.testing.assert_allclose(float(stats["masked_lm_loss"]), mlm_loss, rtol=1e-5)
+    np.testing.assert_allclose(float(stats["next_sentence_loss"]), nsp_loss, rtol=1e-5)
+    np.testing.assert_allclose(float(loss), mlm_loss + nsp_loss, rtol=1e-5)
+
+
+def test_training_brings_the_loss_well_below_its_start(records, tmp_path):
+    strategy = tf.distribute.get_strategy()
+    model = _model()
+    optimizer = create_optimizer(model, 1e-3, 200, 20)
+    trainer = Trainer(strategy, model, PretrainingTask(), optimizer, str(tmp_path))
+    history = []
+    trainer.train(_train_fn(records), 200, steps_per_loop=50, save_checkpoints_steps=200,
+                  log_steps=20, global_batch_size=32,
+                  hooks=[lambda step, logs: history.append(logs)])
+    first, last = history[0], history[-1]
+    assert first["masked_lm_loss"] > 3.0  # about ln(40) at random initialisation
+    assert last["masked_lm_loss"] < 0.4 * first["masked_lm_loss"]
+    assert last["next_sentence_loss"] < 0.3
+    assert last["learning_rate"] == 0.0
+    assert os.path.exists(tmp_path / "ckpt-200.index")
+    assert any(name.startswith("events.out") for name in os.listdir(tmp_path / "train"))
+
+
+def _one_sgd_step(model, batch_fn, accumulation):
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
+                      SGD(learning_rate=1.0), "/nonexistent-not-used",
+                      gradient_accumulation_steps=accumulation)
+    before = _weights(model)
+    iterator = iter(tf.distribute.get_strategy().distribute_datasets_from_function(
+        lambda context: batch_fn()))
+    out = trainer._train_loop(iterator, tf.constant(1))
+    grads = [b - a for b, a in zip(before, _weights(model))]
+    return float(out["last_loss"]), grads
+
+
+def test_gradient_accumulation_4x8_equals_one_batch_of_32(records):
+    batch = _first_batch(records, 32)
+    dataset = lambda: tf.data.Dataset.from_tensors(batch).repeat()  # noqa: E731
+    loss_1, grads_1 = _one_sgd_step(_model(3), dataset, 1)
+    loss_4, grads_4 = _one_sgd_step(_model(3), dataset, 4)
+    np.testing.assert_allclose(loss_4, loss_1, rtol=1e-5)
+    for g1, g4 in zip(grads_1, grads_4):
+        np.testing.assert_allclose(g4, g1, rtol=1e-4, atol=1e-7)
+    assert sum(float(np.abs(g).sum()) for g in grads_1) > 0
+
+
+def _resumable_run(records, folder, stop_after=None, num_steps=8):
+    model = _model(5, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    optimizer = create_optimizer(model, 1e-3, num_steps, 2)
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(), optimizer,
+                      str(folder))
+
+    def crash(step, logs):
+        if stop_after is not None and step >= stop_after:
+            raise KeyboardInterrupt("simulated crash")
+
+    trainer.train(_train_fn(records), num_steps, steps_per_loop=2,
+                  save_checkpoints_steps=2, log_steps=0, hooks=[crash])
+    return model, trainer
+
+
+def test_interrupted_run_resumes_to_the_same_weights(records, tmp_path):
+    straight, _ = _resumable_run(records, tmp_path / "straight")
+    with pytest.raises(KeyboardInterrupt):
+        _resumable_run(records, tmp_path / "resumed", stop_after=4)
+    assert tf.train.latest_checkpoint(str(tmp_path / "resumed")).endswith("ckpt-4")
+    resumed, trainer = _resumable_run(records, tmp_path / "resumed")
+    assert int(trainer.global_step.numpy()) == 8
+    assert int(trainer.optimizer.iterations.numpy()) == 8
+    for a, b in zip(_weights(straight), _weights(resumed)):
+        np.testing.assert_array_equal(a, b)
+    # Rerunning a finished command does nothing and changes nothing.
+    again, trainer = _resumable_run(records, tmp_path / "resumed")
+    assert int(trainer.global_step.numpy()) == 8
+    for a, b in zip(_weights(straight), _weights(again)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(records, tmp_path):
+    good = _first_batch(records, 8)
+    bad = dict(good, masked_lm_weights=good["masked_lm_weights"] * np.nan)
+    batches = [good, good, good, good, bad]
+
+    def dataset_fn(context, skip):
+        return tf.data.Dataset.from_tensor_slices(
+            {k: tf.stack([b[k] for b in batches]) for k in good}).skip(skip).repeat()
+
+    model = _model()
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
+                      create_optimizer(model, 1e-3, 10, 0), str(tmp_path))
+    with pytest.raises(TrainingDivergedError, match="at step 5.*ckpt-4"):
+        trainer.train(dataset_fn, 10, steps_per_loop=10, save_checkpoints_steps=2,
+                      log_steps=0)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-4")
+    reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-4"))
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if np.issubdtype(np.asarray(value).dtype, np.floating):
+            assert np.isfinite(value).all(), name
+
+
+@pytest.mark.parametrize("dtype,policy", [("bfloat16", "mixed_bfloat16"),
+                                          ("float16", "mixed_float16")])
+def test_mixed_precision_trains(records, tmp_path, dtype, policy):
+    keras.mixed_precision.set_dtype_policy(policy)
+    try:
+        model = _model()
+        assert model.encoder.dtype_policy.compute_dtype == dtype
+        optimizer = create_optimizer(model, 1e-3, 20, 2, loss_scale=dtype == "float16")
+        trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(), optimizer,
+                          str(tmp_path))
+        history = []
+        trainer.train(_train_fn(records), 20, steps_per_loop=10, save_checkpoints_steps=20,
+                      log_steps=10, hooks=[lambda s, logs: history.append(logs)])
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+    assert all(np.isfinite(logs["loss"]) for logs in history)
+    assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"]
+    assert all(v.dtype == "float32" for v in model.trainable_variables)

@@ -1,0 +1,168 @@
+"""run_pretraining.py as a user runs it (subprocesses): train + eval + export, bad input,
+a real kill and rerun, mirrored over two logical CPUs against one device, and
+multi_worker_mirrored with two local workers on loopback."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pretraining_data import write_config, write_records
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pretrain")
+    files = [write_records(folder / f"shard-{i}.tfrecord", 200, seed=i) for i in range(2)]
+    return {"folder": folder, "files": files,
+            "config": write_config(folder / "bert_config.json")}
+
+
+def _command(data, output_dir, **overrides):
+    flags = {"input_file": ",".join(data["files"]), "output_dir": str(output_dir),
+             "bert_config_file": data["config"], "max_seq_length": 24,
+             "max_predictions_per_seq": 4, "train_batch_size": 16, "num_train_steps": 40,
+             "num_warmup_steps": 4, "learning_rate": 1e-3, "save_checkpoints_steps": 20,
+             "log_steps": 10, "do_train": True}
+    flags.update(overrides)
+    argv = [sys.executable, os.path.join(ROOT, "run_pretraining.py")]
+    for name, value in flags.items():
+        if value is True:
+            argv.append(f"--{name}")
+        elif value is not False and value is not None:
+            argv.append(f"--{name}={value}")
+    return argv
+
+
+def _run(argv, env=ENV, check=True):
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr[-4000:])
+    return result
+
+
+def _checkpoint_arrays(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith("model/")}
+
+
+def test_train_eval_export(data, tmp_path):
+    out = tmp_path / "run"
+    result = _run(_command(data, out, do_eval=True, max_eval_steps=5))
+    log = result.stderr
+    assert "step 40/40" in log and "sequences_per_second" in log and "tokens_per_second" in log
+    results = dict(line.split(" = ") for line in
+                   (out / "eval_results.txt").read_text().strip().splitlines())
+    assert set(results) == {"eval_steps", "global_step", "loss", "masked_lm_accuracy",
+                            "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
+    assert results["global_step"] == "40" and results["eval_steps"] == "5"
+    # The export is a Google-format checkpoint + config that the fine-tuning path loads.
+    from modeling import BertConfig, BertPretrainer, load_checkpoint
+    config = BertConfig.from_json_file(str(out / "export" / "bert_config.json"))
+    report = load_checkpoint(BertPretrainer(config), str(out / "export" / "bert_model.ckpt"),
+                             strict=True)
+    assert report.format == "google_tf1"
+    assert not [n for n in os.listdir(out / "export") if ".tmp" in n]
+    # Rerunning the finished command trains nothing more.
+    again = _run(_command(data, out))
+    assert "training already finished" in again.stderr
+
+
+def test_bad_input_is_named(data, tmp_path):
+    wrong = _run(_command(data, tmp_path, max_predictions_per_seq=20), check=False)
+    assert wrong.returncode != 0
+    assert "masked_lm_ids" in wrong.stderr and "--max_predictions_per_seq=4" in wrong.stderr
+    missing = _run(_command(data, tmp_path, input_file=str(tmp_path / "nope*.tfrecord")),
+                   check=False)
+    assert missing.returncode != 0 and "no file matches" in missing.stderr
+    too_long = _run(_command(data, tmp_path, max_seq_length=100), check=False)
+    assert too_long.returncode != 0 and "max_position_embeddings" in too_long.stderr
+    odd = _run(_command(data, tmp_path, train_batch_size=10, gradient_accumulation_steps=4),
+               check=False)
+    assert odd.returncode != 0 and "multiple of 4" in odd.stderr
+
+
+def test_killed_run_resumes_to_the_same_final_weights(data, tmp_path):
+    # With dropout, so that the random generators' state must be restored too.
+    config = write_config(tmp_path / "dropout_config.json", hidden_dropout_prob=0.1,
+                          attention_probs_dropout_prob=0.1)
+    flags = dict(num_train_steps=300, save_checkpoints_steps=10, steps_per_loop=5,
+                 log_steps=0, bert_config_file=config)
+    straight = tmp_path / "straight"
+    _run(_command(data, straight, **flags))
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(_command(data, killed, **flags), env=ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while not (killed / "ckpt-20.index").exists():
+            assert process.poll() is None and time.time() < deadline, "run ended early"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    stopped_at = tf.train.latest_checkpoint(str(killed))
+    assert stopped_at and int(stopped_at.rsplit("-", 1)[1]) < 300
+    _run(_command(data, killed, **flags))
+    assert tf.train.latest_checkpoint(str(killed)).endswith("ckpt-300")
+    a = _checkpoint_arrays(str(straight / "ckpt-300"))
+    b = _checkpoint_arrays(str(killed / "ckpt-300"))
+    assert a.keys() == b.keys() and len(a) > 30
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_mirrored_on_two_cpus_matches_one_device(data, tmp_path):
+    out = tmp_path / "step.npz"
+    _run([sys.executable, os.path.join(ROOT, "tests", "mirrored_step.py"), data["files"][0],
+          str(out)])
+    d = np.load(out)
+    np.testing.assert_allclose(d["loss"][1], d["loss"][0], rtol=1e-6)
+    np.testing.assert_allclose(d["norm"][1], d["norm"][0], rtol=1e-5)
+    assert d["norm"][0] > 1.0  # so the global-norm clipping was exercised too
+    count = len([k for k in d.files if k.startswith("one_")])
+    for i in range(count):
+        np.testing.assert_allclose(d[f"two_{i}"], d[f"one_{i}"], rtol=1e-4, atol=1e-7)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_multi_worker_mirrored_on_loopback(data, tmp_path):
+    out = tmp_path / "mw"
+    workers = [f"localhost:{port}" for port in _free_ports(2)]
+    argv = _command(data, out, num_train_steps=10, save_checkpoints_steps=5, do_eval=True,
+                    max_eval_steps=3, distribution_strategy="multi_worker_mirrored")
+    processes = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(subprocess.Popen(
+            argv, env=dict(ENV, TF_CONFIG=json.dumps(config)), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True))
+    logs = [p.communicate(timeout=600)[1] for p in processes]
+    for process, log in zip(processes, logs):
+        assert process.returncode == 0, log[-4000:]
+    assert "group_size = 2" in logs[0]
+    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-10")
+    assert (out / "export" / "bert_model.ckpt.index").exists()
+    assert (out / "eval_results.txt").exists()
