@@ -7,7 +7,8 @@ fine-tuning -> SavedModel):
   2. tokenize the corpus with the Python tokenizer and the in-graph one, and compare;
   3. write masked-LM / next-sentence pre-training TFRecords (create_pretraining_data's
      fast mode) and decode one instance back;
-  4. build a small BERT, save it as a Google-format TF1 checkpoint + bert_config.json;
+  4. pre-train a small BERT on those TFRecords for a few dozen steps (the training loop
+     of run_pretraining.py) and save it as a Google-format checkpoint + bert_config.json;
   5. load that checkpoint back and check the activations are identical;
   6. extract contextual features (extract_features.py's JSON lines) for three sentences.
 
@@ -22,6 +23,7 @@ from absl import app, flags
 
 flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
 flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
+flags.DEFINE_integer("pretraining_steps", 80, "Pre-training steps of the small model.")
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,12 +85,31 @@ def main(_):
           f"({totals['masked'] / totals['tokens']:.1%} of tokens masked) -> {records_file}")
     print("    " + render(first, tokenizer.inv_vocab)[:300] + " ...")
 
-    stage(4, "Model and Google-format checkpoint")
+    stage(4, "Short pre-training and Google-format checkpoint")
+    from data_prep.pretraining_input import pretraining_dataset
+    from training.loop import Trainer
+    from training.optimizers import create_optimizer
+    from training.pretraining_task import PretrainingTask
     config = modeling.BertConfig(vocab_size=len(tokens), hidden_size=64, num_hidden_layers=2,
                                  num_attention_heads=4, intermediate_size=256,
                                  max_position_embeddings=128, type_vocab_size=2)
     model = modeling.BertPretrainer(config)
     model_dir = os.path.join(out, "model")
+    steps = FLAGS.pretraining_steps
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
+                      create_optimizer(model, 2e-3, steps, steps // 10),
+                      os.path.join(out, "pretraining"))
+    history = []
+    trainer.train(lambda context, skip: pretraining_dataset(
+                      [records_file], 16, 64, 10, is_training=True, seed=1,
+                      skip_batches=skip),
+                  steps, steps_per_loop=steps, save_checkpoints_steps=steps,
+                  log_steps=steps // 4, global_batch_size=16,
+                  hooks=[lambda step, logs: history.append((step, logs))])
+    for step, logs in history:
+        print(f"    step {step:3d}: masked-LM loss {logs['masked_lm_loss']:.3f}, "
+              f"next-sentence loss {logs['next_sentence_loss']:.3f}, "
+              f"{logs['sequences_per_second']:.0f} sequences/s")
     config.to_json_file(os.path.join(model_dir, "bert_config.json"))
     prefix = modeling.save_google_checkpoint(model, os.path.join(model_dir, "bert_model.ckpt"))
     names = tf.train.list_variables(prefix)

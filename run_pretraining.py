@@ -83,7 +83,8 @@ def main(_):
         trainer = loop.Trainer(strategy, model, task, optimizer, FLAGS.output_dir,
                                gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
                                jit_compile=training_flags.use_xla(FLAGS),
-                               keep_checkpoint_max=FLAGS.keep_checkpoint_max)
+                               keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+                               clip_norm=FLAGS.clip_norm or None)
 
         def train_dataset(context, skip_batches):
             return pretraining_dataset(

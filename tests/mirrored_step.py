@@ -36,7 +36,7 @@ def one_step(strategy, records, global_batch):
     with strategy.scope():
         keras.utils.set_random_seed(11)
         model = BertPretrainer(BertConfig(**TINY_TRAINING_CONFIG))
-        optimizer = SGD(learning_rate=1.0, global_clipnorm=1.0)
+        optimizer = SGD(learning_rate=1.0)
     trainer = Trainer(strategy, model, PretrainingTask(), optimizer, "/unused")
     before = [v.numpy().copy() for v in model.trainable_variables]
 

@@ -34,6 +34,9 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "agree on 28/28 sentences" in result.stdout
     assert "largest activation difference after the round trip: 0.0" in result.stdout
     assert "instances from 4 documents" in result.stdout
+    losses = [float(line.split("masked-LM loss ")[1].split(",")[0])
+              for line in result.stdout.splitlines() if "masked-LM loss" in line]
+    assert len(losses) == 4 and losses[-1] < losses[0] - 1.0, losses
     for name in ("vocab.txt", "pretraining.tfrecord", "model/bert_config.json", "model/bert_model.ckpt.index",
                  "features.jsonl"):
         assert (tmp_path / name).exists(), name

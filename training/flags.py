@@ -91,8 +91,7 @@ def use_xla(FLAGS):
 def optimizer_from_flags(FLAGS, model, num_train_steps, num_warmup_steps, loss_scale):
     return create_optimizer(model, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
                             optimizer=FLAGS.optimizer,
-                            weight_decay_rate=FLAGS.weight_decay_rate,
-                            clip_norm=FLAGS.clip_norm or None, loss_scale=loss_scale)
+                            weight_decay_rate=FLAGS.weight_decay_rate, loss_scale=loss_scale)
 
 
 def check_batch_size(FLAGS, strategy, batch_size, flag_name):

@@ -10,9 +10,10 @@ steps without returning to Python:
      replicas, so each replica's loss is its share of the loss of the *global* batch;
   2. gradients, over `gradient_accumulation_steps` micro-batches of the replica's batch
      (summed: 4 x 8 gives the gradient of the batch of 32);
-  3. summed over replicas (one all-reduce), measured (global norm), then handed to the
-     optimizer, which clips them by global norm and applies them (for float16, unscaled
-     and skipped on overflow by the dynamic loss scale).
+  3. summed over replicas (one all-reduce), clipped by global norm (`clip_norm`, 1.0 as
+     the original; on one device or many, the norm of the whole batch's gradient), and
+     applied by the optimizer (for float16, unscaled and skipped on overflow by the
+     dynamic loss scale).
 A non-finite loss ends the loop at once; `train` then raises `TrainingDivergedError` naming
 the step, without saving, so the last checkpoint is the last good one.
 
@@ -74,10 +75,12 @@ class Trainer:
         gradient_accumulation_steps: int. Micro-batches per replica batch.
         jit_compile: bool. XLA-compile the forward and backward pass.
         keep_checkpoint_max: int. Checkpoints kept.
+        clip_norm: float or None. Global-norm clipping of the summed gradient.
     """
 
     def __init__(self, strategy, model, task, optimizer, model_dir,
-                 gradient_accumulation_steps=1, jit_compile=False, keep_checkpoint_max=5):
+                 gradient_accumulation_steps=1, jit_compile=False, keep_checkpoint_max=5,
+                 clip_norm=1.0):
         self.strategy = strategy
         self.model = model
         self.task = task
@@ -88,6 +91,7 @@ class Trainer:
             raise ValueError(f"--gradient_accumulation_steps must be >= 1, got "
                              f"{gradient_accumulation_steps}.")
         self.keep_checkpoint_max = keep_checkpoint_max
+        self.clip_norm = clip_norm
         self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         with strategy.scope():
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
@@ -127,10 +131,16 @@ class Trainer:
                 grads = [a + b for a, b in zip(grads, m_grads)]
         grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
         loss, stats = context.all_reduce(tf.distribute.ReduceOp.SUM, (loss, stats))
-        grad_norm = tf.linalg.global_norm(grads)
-        if self.loss_scaling:
-            grad_norm = grad_norm / tf.cast(self.optimizer.dynamic_scale, grad_norm.dtype)
+        # Clipping here (not in the optimizer) measures the norm once, for the log too.
+        # Under loss scaling the gradients are scaled: clip at clip_norm * scale.
+        scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling \
+            else tf.constant(1.0)
+        if self.clip_norm:
+            grads, grad_norm = tf.clip_by_global_norm(grads, self.clip_norm * scale)
+        else:
+            grad_norm = tf.linalg.global_norm(grads)
         self.optimizer.apply(grads, self._variables)
+        grad_norm = grad_norm / scale
         return loss, grad_norm, stats
 
     def _loop(self, iterator, num_steps):

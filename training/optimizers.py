@@ -16,10 +16,10 @@ Names for the exclusions are the canonical TF1 variable names (`bert/encoder/lay
 attention/output/LayerNorm/gamma`, `cls/predictions/output_bias`, ...), so the same
 regular expressions as the original select the same variables.
 
-The training loop (`training.loop`) all-reduces the gradients across replicas itself and
-the optimizer then clips them by global norm, so clipping sees the gradient of the whole
-global batch whatever the number of replicas; the optimizers here therefore skip Keras's
-own cross-replica sum (`_PreReducedGradients`).
+The training loop (`training.loop`) all-reduces the gradients across replicas and clips
+them by global norm itself, so clipping sees the gradient of the whole global batch
+whatever the number of replicas; the optimizers here therefore skip Keras's own
+cross-replica sum (`_PreReducedGradients`).
 """
 
 import re
@@ -180,7 +180,7 @@ def decay_excluded(model, patterns=DEFAULT_DECAY_EXCLUSIONS):
 
 def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
                      optimizer="adamw_original", weight_decay_rate=0.01,
-                     clip_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                     clip_norm=None, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                      decay_exclusions=DEFAULT_DECAY_EXCLUSIONS, loss_scale=False):
     """The optimizer every entry point trains with: the original's by default.
 
@@ -190,7 +190,9 @@ def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
         learning_rate: float. Peak learning rate of `WarmupLinearDecay`.
         num_train_steps, num_warmup_steps: int. The schedule.
         optimizer: one of OPTIMIZER_NAMES.
-        clip_norm: float. Global-norm clipping of the (whole-batch) gradient; None: off.
+        clip_norm: float. Global-norm clipping inside the optimizer; None (default) when
+            training with `training.loop.Trainer`, which clips the summed gradient itself
+            (its `clip_norm`, 1.0 by default).
         loss_scale: bool. Wrap in a dynamic `keras.optimizers.LossScaleOptimizer`
             (float16 mixed precision).
 
