@@ -243,3 +243,30 @@ class FullTokenizer:
 
     def convert_ids_to_tokens(self, ids):
         return [self.inv_vocab[i] for i in ids]
+
+
+_LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
+                       "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")
+_CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
+                 "multi_cased_L-12_H-768_A-12")
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """The original's check that `--do_lower_case` suits a released checkpoint, recognised
+    by its folder name (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`); other paths are
+    not checked. Raises ValueError on a mismatch."""
+    if not init_checkpoint:
+        return
+    import re
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", str(init_checkpoint))
+    if match is None:
+        return
+    model_name = match.group(1)
+    if model_name in _LOWER_CASED_MODELS and not do_lower_case:
+        raise ValueError(f"--init_checkpoint={init_checkpoint} is an uncased model "
+                         f"({model_name}) but --do_lower_case=False; set "
+                         f"--do_lower_case=True.")
+    if model_name in _CASED_MODELS and do_lower_case:
+        raise ValueError(f"--init_checkpoint={init_checkpoint} is a cased model "
+                         f"({model_name}) but --do_lower_case=True; set "
+                         f"--do_lower_case=False.")

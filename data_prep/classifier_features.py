@@ -1,0 +1,128 @@
+"""Classification examples -> packed ids -> cached TFRecords -> tf.data batches.
+
+Pipeline position: `data_prep.classifier_data` (examples) -> here -> `run_classifier.py`.
+Each split is converted once and cached in `output_dir` under a name that carries a hash
+of everything the features depend on (data file, vocabulary, lower-casing, length, labels,
+tokenizer), so a changed input is never read from a stale cache. Both tokenizers (the
+Python `FullTokenizer` and the in-graph `GraphTokenizer` + `graph_packing`) give identical
+features.
+"""
+
+import hashlib
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from data_prep import packing
+
+TOKENIZERS = ("python", "graph")
+
+
+def label_ids(examples, label_list, regression):
+    if regression:
+        return np.array([e.label for e in examples], np.float32)
+    index = {label: i for i, label in enumerate(label_list)}
+    return np.array([index[e.label] for e in examples], np.int64)
+
+
+def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
+                     tokenizer="python", batch_size=256):
+    """Packed inputs of `examples`: dict of int32 arrays [n, max_seq_length]."""
+    if tokenizer == "python":
+        from data_prep.tokenization import FullTokenizer
+        tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        packed = [packing.pack(tok, e.text_a, e.text_b, max_seq_length) for e in examples]
+        return {name: np.array([getattr(p, name) for p in packed], np.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+    if tokenizer != "graph":
+        raise ValueError(f"--tokenizer={tokenizer!r} is not one of {list(TOKENIZERS)}.")
+    from data_prep.graph_packing import pack_ids
+    from data_prep.graph_tokenizer import GraphTokenizer
+    from data_prep.tokenization import load_vocab
+    vocab = load_vocab(vocab_file)
+    tok = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+    parts = []
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start:start + batch_size]
+        ids_a = tok.tokenize(tf.constant([e.text_a for e in chunk]))
+        ids_b = tok.tokenize(tf.constant([e.text_b or "" for e in chunk]))
+        parts.append({k: v.numpy() for k, v in pack_ids(
+            ids_a, ids_b, max_seq_length, vocab["[CLS]"], vocab["[SEP]"]).items()})
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+def _ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+
+def _fingerprint(data_file, vocab_file, *settings):
+    digest = hashlib.sha1()
+    for path in (data_file, vocab_file):
+        stat = os.stat(path)
+        digest.update(f"{os.path.abspath(path)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    digest.update(repr(settings).encode())
+    return digest.hexdigest()[:12]
+
+
+def feature_spec(max_seq_length, regression):
+    fixed = tf.io.FixedLenFeature
+    return {"input_ids": fixed([max_seq_length], tf.int64),
+            "input_mask": fixed([max_seq_length], tf.int64),
+            "segment_ids": fixed([max_seq_length], tf.int64),
+            "label_ids": fixed([], tf.float32 if regression else tf.int64)}
+
+
+def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower_case,
+                    max_seq_length, label_list, regression, tokenizer="python"):
+    """Path of the TFRecord holding `examples`' features, converting them if needed.
+    Unlabelled (test) examples get label 0."""
+    key = _fingerprint(data_file, vocab_file, do_lower_case, max_seq_length,
+                       label_list, regression, tokenizer, len(examples))
+    path = os.path.join(output_dir, f"{split}-{max_seq_length}-{key}.tf_record")
+    if os.path.exists(path):
+        logging.info("Using cached features %s", path)
+        return path
+    features = convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
+                                tokenizer)
+    if examples[0].label is None:
+        labels = np.zeros(len(examples), np.float32 if regression else np.int64)
+    else:
+        labels = label_ids(examples, label_list, regression)
+    os.makedirs(output_dir, exist_ok=True)
+    tmp = path + f".tmp-{os.getpid()}"
+    with tf.io.TFRecordWriter(tmp) as writer:
+        for i in range(len(examples)):
+            feats = {name: _ints(features[name][i]) for name in features}
+            feats["label_ids"] = tf.train.Feature(float_list=tf.train.FloatList(
+                value=[labels[i]])) if regression else _ints([labels[i]])
+            writer.write(tf.train.Example(features=tf.train.Features(
+                feature=feats)).SerializeToString())
+    os.replace(tmp, path)  # never a half-written cache under the final name
+    logging.info("Wrote %d %s features to %s", len(examples), split, path)
+    return path
+
+
+def classifier_dataset(path, batch_size, max_seq_length, regression, is_training,
+                       seed=None, input_context=None, skip_batches=0):
+    """Batches of dicts (int32 inputs, `label_ids`) from a cached feature file: shuffled,
+    repeated and full for training; in order and once for evaluation/prediction."""
+    spec = feature_spec(max_seq_length, regression)
+    dataset = tf.data.TFRecordDataset(path)
+    if input_context and input_context.num_input_pipelines > 1:
+        dataset = dataset.shard(input_context.num_input_pipelines,
+                                input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.repeat().shuffle(10000, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    if skip_batches:
+        dataset = dataset.skip(skip_batches)
+
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+                for k, v in parsed.items()}
+
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE)

@@ -1,0 +1,77 @@
+"""`[CLS] a [SEP] b [SEP]` packing in TensorFlow ops, for batches of ragged WordPiece ids.
+
+Pipeline position: the in-graph twin of `data_prep.packing.pack`, used when fine-tuning
+features are made with the in-graph tokenizer and inside exported SavedModels whose
+signature takes raw strings. Same truncation as the original's `_truncate_seq_pair` (pop
+from the longer sequence, from b on a tie), computed in closed form per row.
+"""
+
+import tensorflow as tf
+
+
+def pair_lengths(len_a, len_b, budget):
+    """Lengths `_truncate_seq_pair` leaves: unchanged if they fit; else the shorter
+    sequence keeps its length if it is at most half the budget and the longer gets the
+    rest; else a gets ceil(budget / 2) and b floor(budget / 2)."""
+    len_a = tf.cast(len_a, tf.int64)
+    len_b = tf.cast(len_b, tf.int64)
+    budget = tf.cast(budget, tf.int64)
+    half_up, half_down = (budget + 1) // 2, budget // 2
+    fits = len_a + len_b <= budget
+    a_short = (len_a <= len_b) & (2 * len_a <= budget)
+    b_short = (len_b < len_a) & (2 * len_b <= budget)
+    new_a = tf.where(fits, len_a, tf.where(a_short, len_a,
+                                           tf.where(b_short, budget - len_b, half_up)))
+    new_b = tf.where(fits, len_b, tf.where(a_short, budget - len_a,
+                                           tf.where(b_short, len_b, half_down)))
+    return new_a, new_b
+
+
+def _keep_first(ragged, lengths):
+    positions = tf.ragged.range(ragged.row_lengths())
+    return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
+
+
+def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+    """Packs ragged id batches into BERT's fixed-length inputs.
+
+    Args:
+        ids_a: ragged int [batch, (tokens)].
+        ids_b: ragged int [batch, (tokens)] or None. A row with no tokens gives a single
+            sequence for that row, as `pack` does for an empty text_b.
+        max_seq_length: int.
+        cls_id, sep_id: ints.
+
+    Returns:
+        dict of int32 [batch, max_seq_length]: input_ids, input_mask, segment_ids.
+    """
+    ids_a = tf.cast(ids_a, tf.int64)
+    len_a = ids_a.row_lengths()
+    if ids_b is None:
+        ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64),
+                                                 tf.zeros_like(len_a))
+    ids_b = tf.cast(ids_b, tf.int64)
+    len_b = ids_b.row_lengths()
+    has_b = len_b > 0
+    pair_a, pair_b = pair_lengths(len_a, len_b, max_seq_length - 3)
+    keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
+    keep_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
+    ids_a = _keep_first(ids_a, keep_a)
+    ids_b = _keep_first(ids_b, keep_b)
+    batch = tf.shape(len_a, out_type=tf.int64)[0]
+    cls = tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(cls_id, tf.int64)),
+                                           tf.ones([batch], tf.int64))
+    sep = tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(sep_id, tf.int64)),
+                                           tf.ones([batch], tf.int64))
+    b_rows = tf.cast(has_b, tf.int64)
+    sep_b = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(b_rows)], tf.constant(sep_id, tf.int64)), b_rows)
+    ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)
+    first = keep_a + 2
+    segments = tf.cast(tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(first, 1),
+                       tf.int64)
+    shape = [None, max_seq_length]
+    input_ids = ids.to_tensor(0, shape=shape)
+    return {"input_ids": tf.cast(input_ids, tf.int32),
+            "input_mask": tf.cast(tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32),
+            "segment_ids": tf.cast(segments.to_tensor(0, shape=shape), tf.int32)}

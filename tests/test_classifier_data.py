@@ -1,0 +1,151 @@
+"""GLUE / XNLI / generic readers on small files in the official layouts (written here),
+their error messages, the in-graph packing against the original's truncation rule, and the
+two tokenizers' features."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data_prep import classifier_data as cd
+from data_prep.classifier_features import convert_examples
+from data_prep.graph_packing import pack_ids
+from data_prep.packing import truncate_seq_pair
+from data_prep.tokenization import validate_case_matches_checkpoint
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_glue_layouts(tmp_path):
+    write(tmp_path / "CoLA", "train.tsv", "gj04\t1\t\tThe boy ran.\ngj04\t0\t*\tRan boy the.\n")
+    write(tmp_path / "SST-2", "train.tsv", "sentence\tlabel\nit 's \" fine \" . \t1\n")
+    write(tmp_path / "SST-2", "test.tsv", "index\tsentence\n7\ta film .\n")
+    write(tmp_path / "MRPC", "train.tsv", "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+          "1\t11\t12\tHe said .\tHe said so .\n")
+    write(tmp_path / "STS-B", "dev.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\t"
+          "source2\tsentence1\tsentence2\tscore\n0\tmain\tMSRvid\t2012\t0\tnone\tnone\tA man."
+          "\tA guy.\t4.750\n")
+    write(tmp_path / "QQP", "train.tsv", "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+          "1\t2\t3\tWhy?\tHow?\t0\n2\t4\tbroken row\n")
+    mnli = "\t".join(["index", "promptID", "pairID", "genre", "s1bp", "s2bp", "s1p", "s2p",
+                      "sentence1", "sentence2", "label1", "gold_label"]) + "\n"
+    row = ["0", "1", "2", "fiction", "(", "(", "(", "(", "A cat sat.", "A cat.", "neutral",
+           "entailment"]
+    write(tmp_path / "MNLI", "dev_matched.tsv", mnli + "\t".join(row) + "\n")
+    write(tmp_path / "MNLI", "dev_mismatched.tsv", mnli + "\t".join(
+        row[:-1] + ["contradiction"]) + "\n")
+    write(tmp_path / "RTE", "dev.tsv", "index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\t"
+          "not_entailment\n")
+    write(tmp_path / "WNLI", "train.tsv", "index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\t1\n")
+
+    cola = cd.get_processor("CoLA", str(tmp_path / "CoLA")).get_examples("train")
+    assert [(e.text_a, e.label) for e in cola] == [("The boy ran.", "1"), ("Ran boy the.", "0")]
+    sst = cd.get_processor("SST-2", str(tmp_path / "SST-2"))
+    assert sst.get_examples("train")[0].text_a == 'it \'s " fine " . '  # no quoting
+    test = sst.get_examples("test")[0]
+    assert (test.guid, test.text_a, test.label) == ("test-7", "a film .", None)
+    mrpc = cd.get_processor("mrpc", str(tmp_path / "MRPC")).get_examples("train")[0]
+    assert (mrpc.text_a, mrpc.text_b, mrpc.label) == ("He said .", "He said so .", "1")
+    sts = cd.get_processor("STS-B", str(tmp_path / "STS-B")).get_examples("dev")[0]
+    assert (sts.text_a, sts.text_b, sts.label) == ("A man.", "A guy.", 4.75)
+    qqp = cd.get_processor("QQP", str(tmp_path / "QQP")).get_examples("train")
+    assert len(qqp) == 1 and qqp[0].label == "0"  # the broken row is skipped and counted
+    mnli_p = cd.get_processor("MNLI", str(tmp_path / "MNLI"))
+    assert mnli_p.splits() == ["dev", "dev_mismatched"]
+    assert mnli_p.get_examples("dev")[0].label == "entailment"  # gold_label, last column
+    assert mnli_p.get_examples("dev_mismatched")[0].label == "contradiction"
+    assert cd.get_processor("RTE", str(tmp_path / "RTE")).get_examples("dev")[0].label == \
+        "not_entailment"
+    assert cd.get_processor("WNLI", str(tmp_path / "WNLI")).get_examples("train")[0].text_b \
+        == "B."
+
+
+def test_xnli_layout(tmp_path):
+    write(tmp_path, "multinli/multinli.train.de.tsv", "premise\thypo\tlabel\nEin Hund.\tEin "
+          "Tier.\tentailment\nA.\tB.\tcontradictory\n")
+    header = "\t".join(["language", "gold_label"] + [f"c{i}" for i in range(4)] +
+                       ["sentence1", "sentence2"]) + "\n"
+    write(tmp_path, "xnli.dev.tsv", header + "de\tneutral\t0\t1\t2\t3\tEin Satz.\tNoch.\n"
+          "fr\tneutral\t0\t1\t2\t3\tUne.\tDeux.\n")
+    p = cd.get_processor("XNLI", str(tmp_path), language="de")
+    assert [e.label for e in p.get_examples("train")] == ["entailment", "contradiction"]
+    dev = p.get_examples("dev")
+    assert [(e.text_a, e.text_b) for e in dev] == [("Ein Satz.", "Noch.")]
+
+
+def test_generic_csv_and_jsonl(tmp_path):
+    write(tmp_path / "csv", "train.csv", 'text,other,label\n"Hello, world",x,spam\nHi,y,ham\n')
+    p = cd.get_processor("generic", str(tmp_path / "csv"), text_a_column="text",
+                         label_column="label")
+    assert p.get_labels() == ["ham", "spam"]
+    assert p.get_examples("train")[0].text_a == "Hello, world"
+    write(tmp_path / "jl", "train.jsonl", json.dumps({"q": "a", "p": "b", "y": 2}) + "\n")
+    p = cd.get_processor("generic", str(tmp_path / "jl"), text_a_column="q",
+                         text_b_column="p", label_column="y")
+    e = p.get_examples("train")[0]
+    assert (e.text_a, e.text_b, e.label, p.get_labels()) == ("a", "b", "2", ["2"])
+    with pytest.raises(cd.DataError,
+                       match=r"train.jsonl:1: no value for column\(s\) \['z', 'label'\]"):
+        cd.get_processor("generic", str(tmp_path / "jl"), text_a_column="z").get_examples(
+            "train")
+
+
+def test_errors_name_file_line_and_fix(tmp_path):
+    write(tmp_path, "train.tsv", "sentence\tlabel\ngood\t1\nbad\t2\n")
+    with pytest.raises(cd.DataError, match=r"train.tsv:3: label '2' is not one of \['0', '1'\]"):
+        cd.get_processor("SST-2", str(tmp_path)).get_examples("train")
+    write(tmp_path, "dev.tsv", "index\tsentence1\tsentence2\tlabel\n0\tonly two\n")
+    with pytest.raises(cd.DataError, match=r"dev.tsv:2: 2 columns, expected at least 4"):
+        cd.get_processor("RTE", str(tmp_path)).get_examples("dev")
+    with pytest.raises(cd.DataError, match="test.tsv: file not found"):
+        cd.get_processor("RTE", str(tmp_path)).get_examples("test")
+    with pytest.raises(cd.DataError, match="--task_name='SQUAD' is not one of"):
+        cd.get_processor("SQUAD", str(tmp_path))
+    with pytest.raises(ValueError, match="set --do_lower_case=True"):
+        validate_case_matches_checkpoint(False, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    validate_case_matches_checkpoint(False, "/m/cased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+def test_in_graph_packing_follows_the_original_truncation():
+    rng = random.Random(0)
+    for _ in range(200):
+        m = rng.randint(5, 20)
+        rows_a = [[rng.randint(5, 99) for _ in range(rng.randint(1, 25))] for _ in range(4)]
+        rows_b = [[rng.randint(5, 99) for _ in range(rng.choice([0, rng.randint(1, 25)]))]
+                  for _ in range(4)]
+        ragged_b = tf.RaggedTensor.from_row_lengths(
+            tf.constant([t for r in rows_b for t in r], tf.int64), [len(r) for r in rows_b])
+        out = pack_ids(tf.ragged.constant(rows_a, tf.int64), ragged_b, m, 2, 3)
+        for i, (a, b) in enumerate(zip(rows_a, rows_b)):
+            a, b = list(a), list(b)
+            if b:
+                truncate_seq_pair(a, b, m - 3)  # the original's loop
+            else:
+                a = a[:m - 2]
+            ids = [2] + a + [3] + (b + [3] if b else [])
+            pad = [0] * (m - len(ids))
+            assert out["input_ids"][i].numpy().tolist() == ids + pad
+            assert out["segment_ids"][i].numpy().tolist() == \
+                [0] * (len(a) + 2) + [1] * (len(ids) - len(a) - 2) + pad
+            assert out["input_mask"][i].numpy().tolist() == [1] * len(ids) + pad
+
+
+def test_python_and_graph_features_are_identical(tmp_path):
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat",
+             "##s", "un", "##want", "##ed", ",", ".", "é", "café"]
+    vocab = write(tmp_path, "vocab.txt", "\n".join(words) + "\n")
+    examples = [cd.InputExample("1", "The cats sat on the mat.", "Unwanted, café!"),
+                cd.InputExample("2", "CAFÉ " * 30, None),
+                cd.InputExample("3", "the cat " * 20, "sat " * 3),
+                cd.InputExample("4", "", "")]
+    a = convert_examples(examples, str(vocab), True, 16, "python")
+    b = convert_examples(examples, str(vocab), True, 16, "graph")
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)

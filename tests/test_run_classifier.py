@@ -1,0 +1,161 @@
+"""run_classifier.py end to end on a toy task in the official SST-2 layout, its metrics
+against hand-computed values, the SavedModel reloaded in a fresh process with only
+tensorflow + tensorflow_text, and the bad-input errors."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from training import classification_metrics as m
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+POSITIVE, NEGATIVE = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "sad"]
+FILLER = ["the", "movie", "was", "a", "plot", "and", "acting", "very", "really", "film"]
+
+
+def test_metrics_against_hand_computed_values():
+    predictions, labels = [1, 1, 0, 0, 1], [1, 0, 0, 1, 1]  # TP 2, FP 1, FN 1, TN 1
+    assert m.accuracy(predictions, labels) == pytest.approx(0.6)
+    assert m.f1(predictions, labels) == pytest.approx(2 / 3)
+    assert m.matthews_corrcoef(predictions, labels) == pytest.approx(1 / 6)
+    assert m.matthews_corrcoef([1, 1], [1, 1]) == 0.0  # undefined -> 0
+    assert m.pearson([1, 2, 3], [1, 2, 4]) == pytest.approx(3 / np.sqrt(2 * 42 / 9))
+    # Ties share the average rank: x ranks 1, 2.5, 2.5, 4.
+    assert m.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / np.sqrt(4.5 * 5))
+    probabilities = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6]])
+    assert m.task_metrics("MRPC", probabilities, np.array([1, 1, 1])) == pytest.approx(
+        {"accuracy": 2 / 3, "f1": 0.8, "acc_and_f1": (2 / 3 + 0.8) / 2})
+    assert set(m.task_metrics("CoLA", probabilities, np.array([1, 0, 1]))) == {
+        "accuracy", "matthews_corrcoef"}
+    assert set(m.task_metrics("STS-B", np.array([1.0, 2.0, 3.0]),
+                              np.array([1.0, 2.5, 2.9]))) == {"pearson", "spearman", "corr"}
+
+
+def _sentence(rng, positive):
+    words = [rng.choice(FILLER) for _ in range(rng.randint(3, 8))]
+    words.insert(rng.randint(0, len(words)), rng.choice(POSITIVE if positive else NEGATIVE))
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """A separable sentiment task in the SST-2 layout, a vocabulary and a tiny config."""
+    folder = tmp_path_factory.mktemp("toy")
+    rng = random.Random(0)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + POSITIVE + NEGATIVE + FILLER
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    data = folder / "data"
+    data.mkdir()
+    for split, n in (("train", 320), ("dev", 80)):
+        rows = ["sentence\tlabel"]
+        for _ in range(n):
+            label = int(rng.random() < 0.5)
+            rows.append(f"{_sentence(rng, label)}\t{label}")
+        (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    test = [_sentence(rng, i % 2) for i in range(20)]
+    (data / "test.tsv").write_text("index\tsentence\n" + "".join(
+        f"{i}\t{s}\n" for i, s in enumerate(test)))
+    config = {"vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 64,
+              "max_position_embeddings": 64, "type_vocab_size": 2}
+    (folder / "bert_config.json").write_text(json.dumps(config))
+    return {"folder": folder, "data": data, "test": test}
+
+
+def _command(toy, out, **overrides):
+    flags = {"task_name": "SST-2", "data_dir": toy["data"],
+             "vocab_file": toy["folder"] / "vocab.txt",
+             "bert_config_file": toy["folder"] / "bert_config.json", "max_seq_length": 16,
+             "train_batch_size": 16, "learning_rate": 1e-3, "num_train_epochs": 3,
+             "output_dir": out, "save_checkpoints_steps": 30, "log_steps": 10}
+    flags.update(overrides)
+    argv = [sys.executable, os.path.join(ROOT, "run_classifier.py")]
+    for name, value in flags.items():
+        argv.append(f"--{name}" if value is True else f"--{name}={value}")
+    return argv
+
+
+def _run(argv, check=True):
+    result = subprocess.run([str(a) for a in argv], env=ENV, capture_output=True, text=True,
+                            timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr[-4000:])
+    return result
+
+
+RELOAD = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+model = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+text_out = model.signatures["serving_default"](text_a=tf.constant(texts))
+ids = json.loads(sys.argv[3])
+ids_out = model.signatures["serving_ids"](**{k: tf.constant(v, tf.int32) for k, v in ids.items()})
+print(json.dumps({"text": text_out["probabilities"].numpy().tolist(),
+                  "labels": [s.decode() for s in text_out["label"].numpy()],
+                  "ids": ids_out["probabilities"].numpy().tolist()}))
+"""
+
+
+def test_fine_tune_evaluate_predict_export(toy, tmp_path):
+    out, export = tmp_path / "out", tmp_path / "export"
+    _run(_command(toy, out, do_train=True, do_eval=True, do_predict=True, export_dir=export))
+    results = dict(line.split(" = ") for line in
+                   (out / "eval_results.txt").read_text().splitlines())
+    assert float(results["accuracy"]) >= 0.95, results
+    assert results["eval_examples"] == "80" and results["global_step"] == "60"
+    assert (out / "best" / "model.ckpt.index").exists()
+    probabilities = np.loadtxt(out / "test_results.tsv")
+    assert probabilities.shape == (20, 2)
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, atol=1e-5)
+    submission = (out / "SST-2.tsv").read_text().splitlines()
+    assert submission[0] == "index\tprediction" and len(submission) == 21
+    # Most test predictions right (test sentence i is positive iff i is odd).
+    assert np.mean(probabilities.argmax(1) == np.arange(20) % 2) >= 0.9
+
+    # The export, in a fresh process with only tensorflow and tensorflow_text.
+    from data_prep.classifier_data import InputExample
+    from data_prep.classifier_features import convert_examples
+    features = convert_examples([InputExample(str(i), s) for i, s in enumerate(toy["test"])],
+                                str(toy["folder"] / "vocab.txt"), True, 16)
+    reloaded = json.loads(_run([sys.executable, "-c", RELOAD, export,
+                                json.dumps(toy["test"]),
+                                json.dumps({k: v.tolist() for k, v in features.items()})]
+                               ).stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
+    np.testing.assert_allclose(reloaded["ids"], probabilities, atol=2e-5)
+    assert reloaded["labels"] == [["0", "1"][i] for i in probabilities.argmax(1)]
+    shown = _run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"), "show",
+                  "--dir", export, "--all"]).stdout
+    assert "signature_def['serving_default']" in shown
+    assert "signature_def['serving_ids']" in shown and "input_ids" in shown
+
+
+def test_bad_input_is_named(toy, tmp_path):
+    too_long = _run(_command(toy, tmp_path, do_train=True, max_seq_length=100), check=False)
+    assert too_long.returncode != 0 and "max_position_embeddings=64" in too_long.stderr
+    unknown = _run(_command(toy, tmp_path, do_train=True, task_name="NOPE"), check=False)
+    assert unknown.returncode != 0 and "--task_name='NOPE' is not one of" in unknown.stderr
+    missing = _run(_command(toy, tmp_path, do_eval=True, data_dir=tmp_path), check=False)
+    assert missing.returncode != 0 and "dev.tsv: file not found" in missing.stderr
+    # A checkpoint of another config: every mismatching variable is named.
+    other = tmp_path / "other"
+    other.mkdir()
+    config = json.loads((toy["folder"] / "bert_config.json").read_text())
+    config["hidden_size"] = 48
+    (other / "bert_config.json").write_text(json.dumps(config))
+    _run([sys.executable, "-c",
+          "import sys; from modeling import *; c = BertConfig.from_json_file(sys.argv[1]);"
+          "save_google_checkpoint(BertClassifier(c, 2), sys.argv[2])",
+          other / "bert_config.json", other / "bert_model.ckpt"])
+    wrong = _run(_command(toy, tmp_path / "w", do_train=True,
+                          init_checkpoint=other / "bert_model.ckpt"), check=False)
+    assert wrong.returncode != 0 and "does not fit this model" in wrong.stderr
+    assert "bert/embeddings/word_embeddings" in wrong.stderr

@@ -1,0 +1,83 @@
+"""The official metric of each sentence(-pair) classification task, in NumPy.
+
+Pipeline position: `run_classifier.py` computes these on the dev set after training (and at
+each checkpoint, to keep the best one) and writes them to `eval_results.txt`.
+
+GLUE's choices: accuracy; F1 (of the positive class "1") and accuracy for MRPC and QQP;
+Matthews correlation for CoLA; Pearson and Spearman correlation for STS-B; accuracy on
+matched and mismatched dev sets for MNLI.
+"""
+
+import numpy as np
+
+
+def accuracy(predictions, labels):
+    return float(np.mean(np.asarray(predictions) == np.asarray(labels)))
+
+
+def f1(predictions, labels, positive=1):
+    p, y = np.asarray(predictions) == positive, np.asarray(labels) == positive
+    tp = float(np.sum(p & y))
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / np.sum(p), tp / np.sum(y)
+    return float(2 * precision * recall / (precision + recall))
+
+
+def matthews_corrcoef(predictions, labels):
+    """Binary Matthews correlation, 0 when undefined (as scikit-learn)."""
+    p, y = np.asarray(predictions) == 1, np.asarray(labels) == 1
+    tp, tn = float(np.sum(p & y)), float(np.sum(~p & ~y))
+    fp, fn = float(np.sum(p & ~y)), float(np.sum(~p & y))
+    denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+
+
+def pearson(x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / denominator) if denominator else 0.0
+
+
+def _ranks(values):
+    """Ranks from 1, ties given their average rank."""
+    values = np.asarray(values)
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), np.float64)
+    sorted_values = values[order]
+    start = 0
+    for end in range(1, len(values) + 1):
+        if end == len(values) or sorted_values[end] != sorted_values[start]:
+            ranks[order[start:end]] = (start + end + 1) / 2.0
+            start = end
+    return ranks
+
+
+def spearman(x, y):
+    return pearson(_ranks(x), _ranks(y))
+
+
+# task -> (metric names in eval_results.txt, the one that picks the best checkpoint)
+def task_metrics(task_name, outputs, labels, label_list=None):
+    """Metrics of `task_name` for `outputs` (class probabilities [n, k] or scores [n])."""
+    task = task_name.lower()
+    if task in ("sts-b", "stsb") or outputs.ndim == 1:
+        scores = outputs.reshape(-1)
+        results = {"pearson": pearson(scores, labels), "spearman": spearman(scores, labels)}
+        results["corr"] = (results["pearson"] + results["spearman"]) / 2
+        return results
+    predictions = outputs.argmax(-1)
+    results = {"accuracy": accuracy(predictions, labels)}
+    if task in ("mrpc", "qqp"):
+        results["f1"] = f1(predictions, labels)
+        results["acc_and_f1"] = (results["accuracy"] + results["f1"]) / 2
+    if task == "cola":
+        results["matthews_corrcoef"] = matthews_corrcoef(predictions, labels)
+    return results
+
+
+def main_metric(task_name):
+    """The metric that selects the best checkpoint."""
+    return {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "sts-b": "corr",
+            "stsb": "corr"}.get(task_name.lower(), "accuracy")
