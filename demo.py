@@ -10,7 +10,10 @@ fine-tuning -> SavedModel):
   4. pre-train a small BERT on those TFRecords for a few dozen steps (the training loop
      of run_pretraining.py) and save it as a Google-format checkpoint + bert_config.json;
   5. load that checkpoint back and check the activations are identical;
-  6. extract contextual features (extract_features.py's JSON lines) for three sentences.
+  6. extract contextual features (extract_features.py's JSON lines) for three sentences;
+  7. fine-tune the pre-trained model on the bundled sentiment set (demo/sentiment, SST-2
+     layout) with run_classifier.py's reader, task and loop, and report dev accuracy;
+  8. export a SavedModel that takes raw strings, load it back and classify new sentences.
 
     python demo.py [--output_dir=demo_output]
 """
@@ -24,6 +27,7 @@ from absl import app, flags
 flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
 flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
 flags.DEFINE_integer("pretraining_steps", 80, "Pre-training steps of the small model.")
+flags.DEFINE_integer("seed", 12345, "Seed for weights, dropout and shuffling.")
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,18 +49,25 @@ def main(_):
     from modeling import feature_extraction
     from modeling.file_io import atomic_output
 
+    import keras
+    keras.utils.set_random_seed(FLAGS.seed)
     out = FLAGS.output_dir
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
     corpus_file = os.path.join(HERE, "demo", "corpus.txt")
     with open(corpus_file, encoding="utf-8") as f:
         lines = [line.strip() for line in f if line.strip()]
+    sentiment_dir = os.path.join(HERE, "demo", "sentiment")
+    from data_prep.classifier_data import get_processor
+    sentiment = get_processor("SST-2", sentiment_dir)
+    sentiment_text = [e.text_a for e in sentiment.get_examples("train")]
 
     stage(1, "Vocabulary")
-    tokens = vocabulary.learn_vocabulary(lines, FLAGS.vocab_size)
+    tokens = vocabulary.learn_vocabulary(lines + sentiment_text, FLAGS.vocab_size)
     vocab_file = os.path.join(out, "vocab.txt")
     vocabulary.write_vocabulary(tokens, vocab_file)
-    print(f"    learned {len(tokens)} WordPiece tokens from {len(lines)} sentences "
+    print(f"    learned {len(tokens)} WordPiece tokens from "
+          f"{len(lines) + len(sentiment_text)} sentences "
           f"-> {vocab_file}")
 
     stage(2, "Tokenization (Python and in-graph)")
@@ -139,6 +150,45 @@ def main(_):
     print(f"    wrote {len(examples)} examples to {features_file}; example 0 has "
           f"{len(first['features'])} tokens x {len(first['features'][0]['layers'])} layers x "
           f"{len(first['features'][0]['layers'][0]['values'])} values")
+
+    stage(7, "Fine-tuning on the bundled sentiment set")
+    from data_prep import classifier_features
+    from training import classification_metrics
+    from training.classification_task import ClassificationTask, predict_logits
+    labels = sentiment.get_labels()
+    classifier = modeling.BertClassifier(fresh.encoder, len(labels))  # pre-trained encoder
+    cache = os.path.join(out, "sentiment")
+
+    def sentiment_features(split):
+        return classifier_features.cached_features(
+            sentiment.get_examples(split), sentiment.path(split), cache, split, vocab_file,
+            True, 32, labels, False)
+
+    train_path, dev_path = sentiment_features("train"), sentiment_features("dev")
+    task = ClassificationTask()
+    steps = 200  # 10 epochs: 97.5-100% dev accuracy over seeds 0-3
+    Trainer(tf.distribute.get_strategy(), classifier, task,
+            create_optimizer(classifier, 5e-4, steps, steps // 10), cache).train(
+        lambda context, skip: classifier_features.classifier_dataset(
+            train_path, 16, 32, False, is_training=True, seed=1, skip_batches=skip),
+        steps, steps_per_loop=steps, save_checkpoints_steps=steps, log_steps=0)
+    logits, dev_labels = predict_logits(classifier, classifier_features.classifier_dataset(
+        dev_path, 16, 32, False, is_training=False))
+    accuracy = classification_metrics.accuracy(logits.argmax(-1), dev_labels)
+    print(f"    {steps} steps on {len(sentiment_text)} sentences; dev accuracy "
+          f"{accuracy:.1%} on {len(dev_labels)} sentences")
+
+    stage(8, "SavedModel: raw strings in, labels out")
+    from training.export import export_classifier
+    export_dir = os.path.join(out, "saved_model")
+    export_classifier(classifier, export_dir, vocab_file, True, 32, labels, pair=False)
+    served = tf.saved_model.load(export_dir).signatures["serving_default"]
+    new = ["The soundtrack was wonderful from start to finish .",
+           "The plot was boring and slow ."]
+    result = served(text_a=tf.constant(new))
+    for text, label, probs in zip(new, result["label"].numpy(),
+                                  result["probabilities"].numpy()):
+        print(f"    {text!r} -> label {label.decode()} (p = {probs.max():.2f})")
     print(f"\nDone in {time.time() - t0:.1f} s. Everything is in {out}/")
 
 

@@ -70,9 +70,12 @@ class LoadReport:
 class _Reader:
     """Name -> numpy array access to one checkpoint, names already canonical."""
 
-    def __init__(self, path, fmt, shapes, getter, rules=None):
+    def __init__(self, path, fmt, shapes, getter, rules=None, keras_layout=False):
         self.path = path
         self.format = fmt
+        # TF2 checkpoints hold the Keras variables themselves (e.g. the [H, 2] kernel of
+        # `output_weights`), not the TF1 layout: the model's layout rules do not apply.
+        self.keras_layout = keras_layout
         self.shapes = shapes  # canonical name -> shape (checkpoint layout)
         self._getter = getter
         self._rules = rules or {}  # canonical name -> extra rule (Hugging Face transposes)
@@ -166,7 +169,8 @@ def open_checkpoint(path):
             f"weights (written by other code, e.g. TF Model Garden). Convert it to a Google "
             f"TF1 checkpoint, or load it with the code that wrote it.")
     shapes = {n: shape_map[k] for n, k in keys.items()}
-    return _Reader(path, fmt, shapes, lambda n: reader.get_tensor(keys[n]))
+    return _Reader(path, fmt, shapes, lambda n: reader.get_tensor(keys[n]),
+                   keras_layout=True)
 
 
 def _open_safetensors(path):
@@ -225,6 +229,8 @@ def load_checkpoint(model, path, strict=False):
     targets = mapping.variable_map(model)
     mismatches, loaded, not_filled = [], [], []
     for name, (variable, rule) in targets.items():
+        if reader.keras_layout:
+            rule = mapping.IDENTITY
         if name not in reader.shapes:
             not_filled.append(name)
             continue
@@ -244,6 +250,8 @@ def load_checkpoint(model, path, strict=False):
             f"{sorted(reader.shapes)[:5]}). Is it a BERT checkpoint?")
     for name, (variable, rule) in targets.items():
         if name in reader.shapes:
+            if reader.keras_layout:
+                rule = mapping.IDENTITY
             value = mapping.apply_rule(reader.get(name), rule)
             variable.assign(value.astype(variable.dtype))
             loaded.append(name)

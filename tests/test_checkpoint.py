@@ -122,6 +122,24 @@ def test_tf2_checkpoint_encoder_to_task_model(tmp_path, config, tiny_inputs):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("make", [
+    lambda c: modeling.BertPretrainer(c),
+    lambda c: modeling.BertClassifier(c, num_classes=3)])
+def test_tf2_and_google_round_trips_restore_every_weight(tmp_path, config, make):
+    # The heads' [2, H] / [num_classes, H] `output_weights` are stored transposed in the
+    # Google format and as Keras kernels in TF2 checkpoints; both must come back as saved.
+    source = make(config)
+    want = {v.path.split("/", 1)[1]: v.numpy() for v in source.weights}
+    for save in (modeling.save_tf2_checkpoint, modeling.save_google_checkpoint):
+        prefix = save(source, str(tmp_path / save.__name__ / "ckpt"))
+        target = make(config)
+        modeling.load_checkpoint(target, prefix, strict=True)
+        got = {v.path.split("/", 1)[1]: v.numpy() for v in target.weights}
+        assert got.keys() == want.keys()
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
 def test_wrong_shape_names_both_variables(tmp_path, tiny_config_dict, config):
     bigger = dict(tiny_config_dict, vocab_size=50)
     weights = ref.random_google_weights(bigger, np.random.default_rng(2))

@@ -37,6 +37,10 @@ def test_demo_runs_end_to_end(tmp_path):
     losses = [float(line.split("masked-LM loss ")[1].split(",")[0])
               for line in result.stdout.splitlines() if "masked-LM loss" in line]
     assert len(losses) == 4 and losses[-1] < losses[0] - 1.0, losses
+    accuracy = float(result.stdout.split("dev accuracy ")[1].split("%")[0])
+    assert accuracy >= 80.0, result.stdout
+    assert "'The soundtrack was wonderful from start to finish .' -> label 1" in result.stdout
+    assert "'The plot was boring and slow .' -> label 0" in result.stdout
     for name in ("vocab.txt", "pretraining.tfrecord", "model/bert_config.json", "model/bert_model.ckpt.index",
-                 "features.jsonl"):
+                 "features.jsonl", "saved_model/saved_model.pb"):
         assert (tmp_path / name).exists(), name

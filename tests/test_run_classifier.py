@@ -132,6 +132,16 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
     np.testing.assert_allclose(reloaded["ids"], probabilities, atol=2e-5)
     assert reloaded["labels"] == [["0", "1"][i] for i in probabilities.argmax(1)]
+    # The standalone exporter, from the final training checkpoint: the same model.
+    again = tmp_path / "export_again"
+    _run([sys.executable, os.path.join(ROOT, "export_saved_model.py"),
+          f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
+          f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
+          "--max_seq_length=16", "--labels=0,1", f"--export_dir={again}"])
+    reloaded = json.loads(_run([sys.executable, "-c", RELOAD, again, json.dumps(toy["test"]),
+                                json.dumps({k: v.tolist() for k, v in features.items()})]
+                               ).stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
     shown = _run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"), "show",
                   "--dir", export, "--all"]).stdout
     assert "signature_def['serving_default']" in shown

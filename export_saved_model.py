@@ -1,0 +1,51 @@
+"""Export a fine-tuned checkpoint as a SavedModel for serving, outside of training.
+
+Pipeline position: fine-tuning -> SavedModel. `run_classifier.py --export_dir` does the
+same at the end of training; this script exports any checkpoint later (a training
+checkpoint `output_dir/ckpt-N`, the best one `output_dir/best/model.ckpt`, or a Google
+checkpoint with the task's output layer). Signatures: `serving_default` (raw strings,
+in-graph tokenization) and `serving_ids` (token ids, core ops only); see
+`training/export.py`.
+
+    python export_saved_model.py --task_type=classifier --bert_config_file=bert_config.json \
+      --init_checkpoint=mrpc_out/best/model.ckpt --vocab_file=vocab.txt --do_lower_case \
+      --max_seq_length=128 --labels=0,1 --pair --export_dir=mrpc_model
+"""
+
+from absl import app, flags, logging
+
+flags.DEFINE_enum("task_type", "classifier", ["classifier"],
+                  "Which task head the checkpoint has.")
+flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
+flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
+flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
+flags.DEFINE_integer("max_seq_length", 128, "Inputs are truncated to this length.")
+flags.DEFINE_list("labels", None, "Classifier: the label list, in training order "
+                  "(e.g. 0,1 or contradiction,entailment,neutral).")
+flags.DEFINE_bool("regression", False, "Classifier: one score instead of labels.")
+flags.DEFINE_bool("pair", False, "Classifier: the raw-text signature also takes text_b.")
+flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
+FLAGS = flags.FLAGS
+
+
+def main(_):
+    for name in ("bert_config_file", "init_checkpoint", "vocab_file", "export_dir"):
+        if not getattr(FLAGS, name):
+            raise app.UsageError(f"--{name} is required.")
+    if not FLAGS.regression and not FLAGS.labels:
+        raise app.UsageError("--labels is required for a classifier (or --regression).")
+    from modeling import BertClassifier, BertConfig, load_checkpoint
+    from training.export import export_classifier
+
+    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    num_classes = 1 if FLAGS.regression else len(FLAGS.labels)
+    model = BertClassifier(config, num_classes)
+    load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
+    export_classifier(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                      FLAGS.max_seq_length, FLAGS.labels, FLAGS.regression, FLAGS.pair)
+    logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
+
+
+if __name__ == "__main__":
+    app.run(main)
