@@ -169,3 +169,29 @@ def test_bad_input_is_named(toy, tmp_path):
                           init_checkpoint=other / "bert_model.ckpt"), check=False)
     assert wrong.returncode != 0 and "does not fit this model" in wrong.stderr
     assert "bert/embeddings/word_embeddings" in wrong.stderr
+
+
+def test_pair_export_matches_the_model_on_python_features(toy, tmp_path):
+    import tensorflow as tf
+
+    from data_prep.classifier_data import InputExample
+    from data_prep.classifier_features import convert_examples
+    from modeling import BertClassifier, BertConfig
+    from training.export import export_classifier
+
+    vocab = str(toy["folder"] / "vocab.txt")
+    config = BertConfig.from_json_file(str(toy["folder"] / "bert_config.json"))
+    model = BertClassifier(config, 3)
+    export_classifier(model, str(tmp_path / "pair"), vocab, True, 12,
+                      ["contradiction", "entailment", "neutral"], pair=True)
+    pairs = [("The movie was good", "A FILM was great and very nice really"),
+             ("bad plot " * 10, "the acting"), ("a film", "")]
+    features = convert_examples([InputExample(str(i), a, b) for i, (a, b) in
+                                 enumerate(pairs)], vocab, True, 12)
+    want = tf.nn.softmax(model(features)["logits"]).numpy()
+    served = tf.saved_model.load(str(tmp_path / "pair")).signatures["serving_default"]
+    got = served(text_a=tf.constant([a for a, _ in pairs]),
+                 text_b=tf.constant([b for _, b in pairs]))
+    np.testing.assert_allclose(got["probabilities"].numpy(), want, atol=1e-6)
+    assert [s.decode() for s in got["label"].numpy()] == [
+        ["contradiction", "entailment", "neutral"][i] for i in want.argmax(1)]
