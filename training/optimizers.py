@@ -51,8 +51,44 @@ class _ExcludedByKey:
         return self._var_key(variable) not in getattr(self, "_excluded_keys", set())
 
 
+class _AdamMoments(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
+    """Adam's two moments per variable and the decoupled weight-decay rate; subclasses
+    turn them into an update in `update_step`."""
+
+    SLOT_NAMES = ("m", "v")
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9,
+                 beta_2=0.999, epsilon=1e-6, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m, self._v = self.add_optimizer_variables(var_list, list(self.SLOT_NAMES))
+
+    def _update_moments(self, gradient, variable):
+        """m <- beta_1 m + (1 - beta_1) g;  v <- beta_2 v + (1 - beta_2) g^2."""
+        gradient = ops.cast(gradient, variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        return m, v
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+                       "beta_2": self.beta_2, "epsilon": self.epsilon})
+        return config
+
+
 @keras.saving.register_keras_serializable(package="bert")
-class AdamWeightDecay(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
+class AdamWeightDecay(_AdamMoments):
     """The original BERT optimizer (`optimization.AdamWeightDecayOptimizer`).
 
     For each variable with a gradient g:
@@ -69,41 +105,22 @@ class AdamWeightDecay(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Opt
         **kwargs: `keras.optimizers.Optimizer` arguments (e.g. `global_clipnorm`).
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9,
-                 beta_2=0.999, epsilon=1e-6, name="adam_weight_decay", **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.weight_decay_rate = weight_decay_rate
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
+    SLOT_NAMES = ("adam_m", "adam_v")  # the original's slot names
 
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._m, self._v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
+    def __init__(self, learning_rate=0.001, name="adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
-        index = self._get_variable_index(variable)
-        m, v = self._m[index], self._v[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        m, v = self._update_moments(gradient, variable)
         update = m / (ops.sqrt(v) + self.epsilon)
         if self.weight_decay_rate and self._decays(variable):
             update = update + self.weight_decay_rate * variable
         self.assign_sub(variable, lr * update)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
-                       "beta_2": self.beta_2, "epsilon": self.epsilon})
-        return config
-
 
 @keras.saving.register_keras_serializable(package="bert")
-class Lamb(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
+class Lamb(_AdamMoments):
     """LAMB: layer-wise adaptive moments for large-batch training (You et al., 2019).
 
         m, v as Adam (bias-corrected: m_hat, v_hat)
@@ -114,28 +131,15 @@ class Lamb(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
     Args as `AdamWeightDecay`.
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9,
-                 beta_2=0.999, epsilon=1e-6, name="lamb", **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.weight_decay_rate = weight_decay_rate
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
+    SLOT_NAMES = ("lamb_m", "lamb_v")
 
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._m, self._v = self.add_optimizer_variables(var_list, ["lamb_m", "lamb_v"])
+    def __init__(self, learning_rate=0.001, name="lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
         t = ops.cast(self.iterations + 1, variable.dtype)
-        index = self._get_variable_index(variable)
-        m, v = self._m[index], self._v[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        m, v = self._update_moments(gradient, variable)
         m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), t))
         v_hat = v / (1.0 - ops.power(ops.cast(self.beta_2, variable.dtype), t))
         update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
@@ -148,12 +152,6 @@ class Lamb(_PreReducedGradients, _ExcludedByKey, keras.optimizers.Optimizer):
                               w_norm / ops.maximum(u_norm, 1e-30), 1.0)
             update = ratio * update
         self.assign_sub(variable, lr * update)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
-                       "beta_2": self.beta_2, "epsilon": self.epsilon})
-        return config
 
 
 @keras.saving.register_keras_serializable(package="bert")
