@@ -1,0 +1,201 @@
+"""NER: CoNLL reading and its errors, IOB1 -> IOB2, first-piece labelling and windows,
+conlleval's metric against hand counts, and run_ner.py learning a synthetic task."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from data_prep import conll
+from data_prep.tagging_features import convert_sentences, plan_windows, word_predictions
+from data_prep.tokenization import FullTokenizer
+from training.ner_metrics import chunks, evaluate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+
+
+def test_iob1_to_iob2():
+    iob1 = ["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC", "I-ORG", "O", "I-MISC"]
+    assert conll.iob1_to_iob2(iob1) == ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC",
+                                        "B-ORG", "O", "B-MISC"]
+    iob2 = ["B-PER", "I-PER", "B-PER", "O"]
+    assert conll.iob1_to_iob2(iob2) == iob2
+
+
+def test_read_conll_and_its_errors(tmp_path):
+    good = tmp_path / "eng.train"
+    good.write_text("-DOCSTART- -X- O O\n\nEU NNP I-NP I-ORG\nrejects VBZ I-VP O\n\n"
+                    "Peter NNP I-NP I-PER\n\n-DOCSTART- -X- O O\n\nBlackburn NNP I-NP I-PER\n")
+    sentences = conll.read_conll(str(good))
+    assert [s.words for s in sentences] == [["EU", "rejects"], ["Peter"], ["Blackburn"]]
+    assert [s.document for s in sentences] == [1, 1, 2] and sentences[1].line == 6
+    assert conll.label_list(sentences) == ["O", "I-ORG", "I-PER"]
+    for text, message in (("EU NNP I-NP I-ORG\nrejects\n", r"eng.x:2: one column"),
+                          ("EU NNP I-NP I-ORG\nrejects VBZ O\n", r"eng.x:2: 3 columns where"),
+                          ("EU NNP I-NP ORG-I\n", r"eng.x:1: tag 'ORG-I' is not O, B-TYPE")):
+        bad = tmp_path / "eng.x"
+        bad.write_text(text)
+        with pytest.raises(conll.ConllError, match=message):
+            conll.read_conll(str(bad))
+
+
+def test_conlleval_counts_by_hand():
+    gold = [["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG"],
+            ["B-MISC", "O", "B-PER"]]
+    pred = [["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "O"],   # right, type, boundary
+            ["B-MISC", "O", "B-PER"]]                              # right, right
+    r = evaluate(gold, pred)
+    # gold 5 entities, predicted 5, correct 3 (PER, MISC, PER).
+    assert (r["gold_entities"], r["predicted_entities"], r["correct_entities"]) == (5, 5, 3)
+    assert r["precision"] == pytest.approx(60.0) and r["recall"] == pytest.approx(60.0)
+    assert r["f1"] == pytest.approx(60.0)
+    assert r["accuracy"] == pytest.approx(100 * 8 / 10)
+    assert r["per_type"]["PER"]["f1"] == pytest.approx(100.0)
+    assert r["per_type"]["LOC"]["recall"] == 0.0 and r["per_type"]["LOC"]["predicted"] == 0
+    assert r["per_type"]["ORG"]["precision"] == pytest.approx(0.0)
+    # conlleval reads IOB1 as well: I- after O starts an entity; B- splits two.
+    assert chunks(["I-LOC", "I-LOC", "B-LOC", "O", "I-PER"]) == {
+        (0, 2, "LOC"), (2, 3, "LOC"), (4, 5, "PER")}
+
+
+def _tokenizer(tmp_path, words):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+    return FullTokenizer(str(vocab), do_lower_case=False)
+
+
+def test_first_piece_labels_and_windows_predict_every_word_once(tmp_path):
+    tokenizer = _tokenizer(tmp_path, ["John", "lives", "in", "New", "York", "Jack", "##son",
+                                      "##ville", "."])
+    words = ["John", "lives", "in", "Jacksonville", "."] * 12  # 60 words, 84 pieces
+    tags = ["B-PER", "O", "O", "B-LOC", "O"] * 12
+    sentence = conll.Sentence(words, tags)
+    label_list = ["O", "B-LOC", "B-PER"]
+    label_map = {t: i for i, t in enumerate(label_list)}
+    arrays, windows = convert_sentences([sentence], tokenizer, label_map, 16)
+    assert len(windows) > 1
+    assert (arrays["input_mask"].sum(1) <= 16).all()
+    predicted_by = {}
+    for row, window in enumerate(windows):
+        ids = arrays["input_ids"][row]
+        for offset, (position, owned) in enumerate(zip(window.word_positions, window.owned)):
+            word = window.first_word + offset
+            # The first piece carries the word's label, with weight 1.
+            assert arrays["label_ids"][row, position] == label_map[tags[word]]
+            assert arrays["label_weights"][row, position] == 1.0
+            first_piece = tokenizer.convert_ids_to_tokens([int(ids[position])])[0]
+            assert words[word].startswith(first_piece)
+            if owned:
+                assert word not in predicted_by
+                predicted_by[word] = row
+        # Continuation pieces carry no weight.
+        pieces = tokenizer.convert_ids_to_tokens([int(i) for i in ids if i])
+        assert all(arrays["label_weights"][row, i] == 0 for i, p in enumerate(pieces)
+                   if p.startswith("##"))
+    assert sorted(predicted_by) == list(range(60))
+    # Windows overlap: some word appears in two windows.
+    assert sum(w.end_word - w.first_word for w in windows) > 60
+    # Round trip: predicting the gold ids gives back the gold tags.
+    tags_back = word_predictions(windows, arrays["label_ids"], [sentence], label_list)
+    assert tags_back == [tags]
+
+
+def test_plan_windows_covers_long_words():
+    assert plan_windows([1] * 5, 10) == [(0, 5)]
+    plan = plan_windows([3, 20, 2, 2], 6, stride=3)
+    assert plan[0] == (0, 1) and plan[1] == (1, 2)  # a 20-piece word gets a window alone
+    covered = sorted({w for a, b in plan for w in range(a, b)})
+    assert covered == [0, 1, 2, 3]
+
+
+NAMES = ["Anna", "Boris", "Chen", "Dmitri", "Elena", "Farid"]
+SURNAMES = ["Smith", "Khan", "Ivanova"]
+CITIES = ["Paris", "Oslo", "Lima", "Kyoto", "Cairo", "Quito"]
+FILLER = ["met", "in", "visited", "yesterday", "and", "the", "friends", "from", "today"]
+
+
+def _toy_sentences(rng, n):
+    lines = []
+    for _ in range(n):
+        # IOB1 tags; entities (a name with an optional surname, or a city) are always
+        # separated by a filler word.
+        tokens = []
+        for _ in range(rng.randint(2, 5)):
+            r = rng.random()
+            if r < 0.35:
+                tokens.append((rng.choice(NAMES), "I-PER"))
+                if rng.random() < 0.5:
+                    tokens.append((rng.choice(SURNAMES), "I-PER"))
+            elif r < 0.6:
+                tokens.append((rng.choice(CITIES), "I-LOC"))
+            tokens.append((rng.choice(FILLER), "O"))
+        lines.extend(f"{w} X X {t}" for w, t in tokens)
+        lines.append("")
+    return "-DOCSTART- -X- O O\n\n" + "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ner")
+    rng = random.Random(0)
+    data = folder / "data"
+    data.mkdir()
+    for name, n in (("eng.train", 300), ("eng.testa", 60), ("eng.testb", 60)):
+        (data / name).write_text(_toy_sentences(rng, n))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + NAMES + SURNAMES + CITIES + \
+        FILLER
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (folder / "bert_config.json").write_text(json.dumps({
+        "vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32,
+        "type_vocab_size": 2}))
+    return folder
+
+
+def _run(argv, check=True):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "run_ner.py")] + argv,
+                            env=ENV, capture_output=True, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr[-4000:])
+    return result
+
+
+def test_run_ner_learns_a_synthetic_task(toy, tmp_path):
+    out = tmp_path / "out"
+    _run([f"--data_dir={toy / 'data'}", f"--vocab_file={toy / 'vocab.txt'}",
+          f"--bert_config_file={toy / 'bert_config.json'}", "--do_train", "--do_eval",
+          "--do_predict", "--max_seq_length=16", "--train_batch_size=16",
+          "--learning_rate=2e-3", "--num_train_epochs=6", f"--output_dir={out}",
+          "--save_checkpoints_steps=1000", "--log_steps=25"])
+    results = dict(line.split(" = ", 1) for line in
+                   (out / "eval_results.txt").read_text().splitlines())
+    assert float(results["f1"]) > 90.0, results
+    assert "PER" in results and "LOC" in results
+    predictions = (out / "test_predictions.txt").read_text().splitlines()
+    rows = [line.split() for line in predictions if line and not line.startswith("-DOC")]
+    assert all(len(row) == 3 for row in rows)
+    assert {row[2] for row in rows} <= {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
+    # The metric alone, from the written file, agrees with the run's test figures.
+    alone = _run(["--do_eval_only", f"--predictions_file={out / 'test_predictions.txt'}"])
+    metrics = json.loads(alone.stdout.strip().splitlines()[-1])
+    test = dict(line.split(" = ", 1) for line in
+                (out / "test_results.txt").read_text().splitlines())
+    assert metrics["f1"] == pytest.approx(float(test["f1"]))
+    assert set(metrics["per_type"]) == {"LOC", "PER"}
+
+
+def test_unknown_tag_in_dev_is_named(toy, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "eng.train").write_text((toy / "data" / "eng.train").read_text())
+    (data / "eng.testa").write_text("Anna X X I-PER\nmet X X I-ORG\n")
+    result = _run([f"--data_dir={data}", f"--vocab_file={toy / 'vocab.txt'}",
+                   f"--bert_config_file={toy / 'bert_config.json'}", "--do_eval",
+                   "--max_seq_length=16", f"--output_dir={tmp_path / 'out'}"], check=False)
+    assert result.returncode != 0
+    assert "eng.testa:2: tag 'B-ORG' does not occur in the training data" in result.stderr
