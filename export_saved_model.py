@@ -14,15 +14,19 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 
 from absl import app, flags, logging
 
-flags.DEFINE_enum("task_type", "classifier", ["classifier"],
-                  "Which task head the checkpoint has.")
+flags.DEFINE_enum("task_type", "classifier", ["classifier", "tagger"],
+                  "Which task head the checkpoint has: classifier (run_classifier.py) or "
+                  "tagger (run_ner.py).")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
 flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
 flags.DEFINE_integer("max_seq_length", 128, "Inputs are truncated to this length.")
-flags.DEFINE_list("labels", None, "Classifier: the label list, in training order "
-                  "(e.g. 0,1 or contradiction,entailment,neutral).")
+flags.DEFINE_list("labels", None, "The label list, in training order (e.g. 0,1 or "
+                  "contradiction,entailment,neutral; for a tagger, run_ner.py's "
+                  "label_list.txt, also accepted as --labels_file).")
+flags.DEFINE_string("labels_file", None, "A file with one label per line "
+                    "(run_ner.py writes output_dir/label_list.txt).")
 flags.DEFINE_bool("regression", False, "Classifier: one score instead of labels.")
 flags.DEFINE_bool("pair", False, "Classifier: the raw-text signature also takes text_b.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
@@ -33,17 +37,28 @@ def main(_):
     for name in ("bert_config_file", "init_checkpoint", "vocab_file", "export_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required.")
-    if not FLAGS.regression and not FLAGS.labels:
-        raise app.UsageError("--labels is required for a classifier (or --regression).")
-    from modeling import BertClassifier, BertConfig, load_checkpoint
-    from training.export import export_classifier
+    labels = FLAGS.labels
+    if FLAGS.labels_file:
+        with open(FLAGS.labels_file, encoding="utf-8") as f:
+            labels = [line.strip() for line in f if line.strip()]
+    if not FLAGS.regression and not labels:
+        raise app.UsageError("--labels or --labels_file is required (or --regression).")
+    from modeling import BertClassifier, BertConfig, BertTokenClassifier, load_checkpoint
+    from training.export import export_classifier, export_tagger
 
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    num_classes = 1 if FLAGS.regression else len(FLAGS.labels)
+    if FLAGS.task_type == "tagger":
+        model = BertTokenClassifier(config, len(labels))
+        load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
+        export_tagger(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                      FLAGS.max_seq_length, labels)
+        logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
+        return
+    num_classes = 1 if FLAGS.regression else len(labels)
     model = BertClassifier(config, num_classes)
     load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
     export_classifier(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                      FLAGS.max_seq_length, FLAGS.labels, FLAGS.regression, FLAGS.pair)
+                      FLAGS.max_seq_length, labels, FLAGS.regression, FLAGS.pair)
     logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
 
 

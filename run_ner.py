@@ -33,6 +33,8 @@ flags.DEFINE_enum("tag_scheme", "iob2", ["iob2", "keep"],
                   "them as they are.")
 flags.DEFINE_integer("doc_stride", None, "Pieces between the starts of overlapping "
                      "windows of a long sentence (default max_seq_length / 2).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel here (raw sentence in, entities "
+                    "with character offsets out).")
 flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file with conlleval's "
                   "metric; no model.")
 flags.DEFINE_string("predictions_file", None, "CoNLL predictions: word, gold tag, predicted "
@@ -188,6 +190,13 @@ def main(_):
         logging.info("***** Test results (%s) *****\n%s", path, _format(results))
         atomic_write_text(os.path.join(FLAGS.output_dir, "test_results.txt"),
                           _format(results))
+
+    if FLAGS.export_dir and is_chief(strategy):
+        from training.export import export_tagger
+        export_tagger(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                      FLAGS.max_seq_length, label_list)
+        logging.info("Exported a SavedModel to %s (serving_default: a sentence -> entities "
+                     "with character offsets; serving_ids: token ids).", FLAGS.export_dir)
 
 
 if __name__ == "__main__":

@@ -157,6 +157,17 @@ def toy(tmp_path_factory):
     return folder
 
 
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["serving_default"](text=tf.constant(json.loads(sys.argv[2])))
+print(json.dumps({k: [[x.decode() if isinstance(x, bytes) else int(x) for x in row]
+                      for row in v.numpy().tolist()] for k, v in out.items()}))
+"""
+
+
 def _run(argv, check=True):
     result = subprocess.run([sys.executable, os.path.join(ROOT, "run_ner.py")] + argv,
                             env=ENV, capture_output=True, text=True, timeout=600)
@@ -171,7 +182,7 @@ def test_run_ner_learns_a_synthetic_task(toy, tmp_path):
           f"--bert_config_file={toy / 'bert_config.json'}", "--do_train", "--do_eval",
           "--do_predict", "--max_seq_length=16", "--train_batch_size=16",
           "--learning_rate=2e-3", "--num_train_epochs=6", f"--output_dir={out}",
-          "--save_checkpoints_steps=1000", "--log_steps=25"])
+          "--save_checkpoints_steps=1000", "--log_steps=25", f"--export_dir={tmp_path / 'm'}"])
     results = dict(line.split(" = ", 1) for line in
                    (out / "eval_results.txt").read_text().splitlines())
     assert float(results["f1"]) > 90.0, results
@@ -187,6 +198,21 @@ def test_run_ner_learns_a_synthetic_task(toy, tmp_path):
                 (out / "test_results.txt").read_text().splitlines())
     assert metrics["f1"] == pytest.approx(float(test["f1"]))
     assert set(metrics["per_type"]) == {"LOC", "PER"}
+
+    # The SavedModel, in a fresh process with only tensorflow and tensorflow_text.
+    texts = ["Anna Smith visited Paris today", "met \u2014 Farid Khan in Kyoto and Oslo", ""]
+    served = json.loads(subprocess.run(
+        [sys.executable, "-c", SERVE, str(tmp_path / "m"), json.dumps(texts)], env=ENV,
+        capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+    entities = [[(t, x, a, b) for t, x, a, b in zip(*(served[k][row] for k in (
+        "entity_type", "entity_text", "entity_start", "entity_end"))) if t]
+        for row in range(3)]
+    assert entities[0] == [("PER", "Anna Smith", 0, 10), ("LOC", "Paris", 19, 24)]
+    assert ("PER", "Farid Khan", 6, 16) in entities[1]  # character (not byte) offsets
+    assert ("LOC", "Kyoto", 20, 25) in entities[1] and entities[2] == []
+    for row, text in enumerate(texts):
+        for _, entity_text, start, end in entities[row]:
+            assert text[start:end] == entity_text
 
 
 def test_unknown_tag_in_dev_is_named(toy, tmp_path):

@@ -1,9 +1,10 @@
-"""SavedModel export of a fine-tuned classifier, for TF Serving, TF Lite or plain TensorFlow.
+"""SavedModel export of fine-tuned models, for TF Serving, TF Lite or plain TensorFlow.
 
-Pipeline position: the last stage (fine-tuning -> SavedModel). `run_classifier.py
---export_dir` and `export_saved_model.py` call `export_classifier`.
+Pipeline position: the last stage (fine-tuning -> SavedModel). `run_classifier.py` /
+`run_ner.py --export_dir` and `export_saved_model.py` call `export_classifier` /
+`export_tagger` (the tagger's signatures are described there).
 
-Two signatures:
+A classifier's two signatures:
   * `serving_default`: raw strings. `text_a` (and `text_b` for sentence-pair tasks; an
     empty string there gives a single sequence) -> in-graph WordPiece
     (`data_prep.graph_tokenizer`, tensorflow-text ops) -> packing -> the model. Returns
@@ -80,10 +81,134 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
         serving_text = tf.function(lambda text_a: module.from_text(text_a),
                                    input_signature=[text])
     module.serving_text, module.serving_ids = serving_text, serving_ids
+    return _save(module, export_dir, {"serving_default": serving_text,
+                                      "serving_ids": serving_ids})
+
+
+class _TaggerModule(tf.Module):
+    """Sentence in, entities with character offsets out (see `export_tagger`)."""
+
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list):
+        super().__init__(name="bert_tagger")
+        import tensorflow_text as tf_text  # noqa: F401  (only for the raw-text signature)
+
+        self.model = model
+        self.model_variables = [v.value if hasattr(v, "value") else v
+                                for v in model.variables]
+        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+        vocab = load_vocab(vocab_file)
+        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.unk_id = vocab["[UNK]"]
+        self.max_seq_length = max_seq_length
+        classes = self.tokenizer._classes
+        self.delimiters = "|".join([classes["whitespace"], classes["split"],
+                                    classes["punctuation"], classes["cjk"]])
+        self.kept = "|".join([classes["punctuation"], classes["cjk"]])
+        types = sorted({t[2:] for t in label_list if t != "O"})
+        self.labels = tf.constant(label_list, tf.string)
+        self.types = tf.constant([""] + types, tf.string)
+        self.label_type = tf.constant([0 if t == "O" else 1 + types.index(t[2:])
+                                       for t in label_list], tf.int64)
+        self.label_begins = tf.constant([t.startswith(("B-", "S-")) for t in label_list])
+
+    def from_ids(self, input_ids, input_mask, segment_ids):
+        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
+                             "segment_ids": segment_ids}, training=False)["logits"]
+        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), -1)
+        label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
+        return {"probabilities": probabilities, "label_id": label_id,
+                "label": tf.gather(self.labels, label_id)}
+
+    def from_text(self, text):
+        import tensorflow_text as tf_text
+
+        words, begin, end = tf_text.regex_split_with_offsets(text, self.delimiters,
+                                                             self.kept)
+        begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
+        pieces = self.tokenizer.tokenize(words.flat_values)  # [n_words, (pieces)]
+        counts = pieces.row_lengths()
+        # A word with no piece (e.g. only control characters) still gets one: [UNK].
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(tf.cast(counts == 0, tf.int64))],
+                    tf.constant(self.unk_id, tf.int64)), tf.cast(counts == 0, tf.int64))
+        pieces = tf.concat([pieces, unk], axis=1)
+        counts = pieces.row_lengths()
+        per_row = words.with_flat_values(counts)                       # [batch, (words)]
+        row_pieces = tf.RaggedTensor.from_row_lengths(
+            pieces.flat_values, tf.reduce_sum(per_row, axis=1))        # [batch, (pieces)]
+        packed = pack_ids(row_pieces, None, self.max_seq_length, self.cls_id, self.sep_id)
+        label_id = self.from_ids(**packed)["label_id"]
+        # Position of each word's first piece: 1 + pieces of the words before it.
+        starts = 1 + tf.cumsum(per_row, axis=1, exclusive=True)
+        fits = starts < self.max_seq_length - 1
+        flat_rows = tf.cast(per_row.value_rowids(), tf.int64)
+        flat_pos = tf.minimum(starts.flat_values, self.max_seq_length - 1)
+        word_label = tf.gather_nd(label_id, tf.stack([flat_rows, flat_pos], 1))
+        word_label = tf.where(fits.flat_values, word_label, 0)  # past the window: "O"
+        kind = tf.gather(self.label_type, word_label)
+        first_in_row = tf.equal(tf.range(tf.size(flat_rows, out_type=tf.int64)),
+                                tf.gather(per_row.row_starts(), flat_rows))
+        previous = tf.concat([[0], kind[:-1]], 0)
+        previous = tf.where(first_in_row, tf.zeros_like(previous), previous)
+        starts_entity = (kind > 0) & (tf.gather(self.label_begins, word_label) |
+                                      (previous != kind))
+        entity = tf.cumsum(tf.cast(starts_entity, tf.int64)) - 1
+        inside = kind > 0
+        n_entities = tf.reduce_sum(tf.cast(starts_entity, tf.int64))
+        seg = tf.boolean_mask(entity, inside)
+        ent_begin = tf.math.unsorted_segment_min(tf.boolean_mask(begin.flat_values, inside),
+                                                 seg, n_entities)
+        ent_end = tf.math.unsorted_segment_max(tf.boolean_mask(end.flat_values, inside),
+                                               seg, n_entities)
+        ent_row = tf.boolean_mask(flat_rows, starts_entity)
+        ent_type = tf.gather(self.types, tf.boolean_mask(kind, starts_entity))
+        row_text = tf.gather(text, ent_row)
+        ent_text = tf.strings.substr(row_text, ent_begin, ent_end - ent_begin)
+        # Byte offsets -> character offsets.
+        char_begin = tf.strings.length(
+            tf.strings.substr(row_text, tf.zeros_like(ent_begin), ent_begin),
+            unit="UTF8_CHAR")
+        char_end = char_begin + tf.strings.length(ent_text, unit="UTF8_CHAR")
+        batch = tf.shape(text, out_type=tf.int64)[0]
+
+        def rows(values, pad):
+            return tf.RaggedTensor.from_value_rowids(values, ent_row, nrows=batch).to_tensor(
+                pad)
+
+        word_tags = words.with_flat_values(tf.gather(self.labels, word_label))
+        return {"entity_type": rows(ent_type, ""), "entity_text": rows(ent_text, ""),
+                "entity_start": rows(tf.cast(char_begin, tf.int64), -1),
+                "entity_end": rows(tf.cast(char_end, tf.int64), -1),
+                "words": words.to_tensor(""), "word_tags": word_tags.to_tensor("")}
+
+
+def export_tagger(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                  label_list):
+    """Writes a token-tagging SavedModel; returns `export_dir`.
+
+    `serving_default` takes `text` (tf.string [batch], one sentence each): words are split
+    at whitespace and punctuation as the BERT tokenizer does, each word's first WordPiece
+    is tagged, and the tags become entities (IOB2: an entity starts at B-X or at an I-X
+    after another type). Outputs, padded per row: `entity_type`, `entity_text`,
+    `entity_start`/`entity_end` (character offsets into the input, end exclusive; -1
+    padding), and `words`/`word_tags`. Words beyond `max_seq_length` pieces are tagged O.
+    `serving_ids` takes token ids (core ops) and returns per-position `probabilities`,
+    `label_id` and `label`.
+    """
+    module = _TaggerModule(model, vocab_file, do_lower_case, max_seq_length, label_list)
+    ids = tf.TensorSpec([None, None], tf.int32)
+    serving_ids = tf.function(module.from_ids, input_signature=[ids, ids, ids])
+    serving_text = tf.function(module.from_text,
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+    module.serving_text, module.serving_ids = serving_text, serving_ids
+    return _save(module, export_dir, {"serving_default": serving_text,
+                                      "serving_ids": serving_ids})
+
+
+def _save(module, export_dir, signatures):
     tmp = f"{export_dir.rstrip('/')}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tf.saved_model.save(module, tmp, signatures={"serving_default": serving_text,
-                                                 "serving_ids": serving_ids})
+    tf.saved_model.save(module, tmp, signatures=signatures)
     if os.path.exists(export_dir):
         shutil.rmtree(export_dir)
     os.replace(tmp, export_dir)
