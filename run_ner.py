@@ -35,6 +35,9 @@ flags.DEFINE_integer("doc_stride", None, "Pieces between the starts of overlappi
                      "windows of a long sentence (default max_seq_length / 2).")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel here (raw sentence in, entities "
                     "with character offsets out).")
+flags.DEFINE_bool("document_context", False, "Fill each window with the words of the "
+                  "neighbouring sentences of the same document (the paper's setting); "
+                  "they are not labelled or predicted.")
 flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file with conlleval's "
                   "metric; no model.")
 flags.DEFINE_string("predictions_file", None, "CoNLL predictions: word, gold tag, predicted "
@@ -115,7 +118,8 @@ def main(_):
 
     def features(sentences):
         return tagging_features.convert_sentences(sentences, tokenizer, label_map,
-                                                  FLAGS.max_seq_length, FLAGS.doc_stride)
+                                                  FLAGS.max_seq_length, FLAGS.doc_stride,
+                                                  FLAGS.document_context)
 
     with strategy.scope():
         model = BertTokenClassifier(config, len(label_list))

@@ -8,7 +8,8 @@ loss and the metric (weight 0). A sentence longer than `max_seq_length - 2` piec
 split into windows of whole words that overlap by about `max_seq_length / 2` pieces; each
 word is predicted once, from the window where it has the most context on both sides
 (as SQuAD's max-context rule). Nothing is silently truncated; only a single word longer
-than a whole window keeps just its first pieces.
+than a whole window keeps just its first pieces. Optionally (`document_context`) the
+words of neighbouring sentences of the same document fill the rest of the window.
 """
 
 import dataclasses
@@ -65,8 +66,42 @@ def _owners(windows, n):
     return [b[1] for b in best]
 
 
-def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=None):
+def _context(sentences, index, pieces_of, budget):
+    """Word pieces around sentence `index` in its document, one word at a time from the
+    left and from the right in turn, until `budget` pieces are used.
+
+    Returns:
+        (left, right): lists of piece lists, left in reading order.
+    """
+    document = sentences[index].document
+
+    def words(step):
+        j = index + step
+        while 0 <= j < len(sentences) and sentences[j].document == document:
+            word_pieces_j = pieces_of(j)
+            yield from (reversed(word_pieces_j) if step < 0 else word_pieces_j)
+            j += step
+
+    sides = {"left": words(-1), "right": words(1)}
+    taken = {"left": [], "right": []}
+    while sides:
+        for side in list(sides):
+            word = next(sides[side], None)
+            if word is None or len(word) > budget:
+                del sides[side]
+                continue
+            taken[side].append(word)
+            budget -= len(word)
+    return list(reversed(taken["left"])), taken["right"]
+
+
+def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=None,
+                      document_context=False):
     """Features for `sentences` (their `tags` may be None).
+
+    With `document_context`, a sentence that fits in one window is surrounded by the
+    words of the sentences before and after it in its document (as the paper's CoNLL
+    experiment), up to `max_seq_length`; context words are neither labelled nor predicted.
 
     Returns:
         (dict of arrays: int32 input_ids / input_mask / segment_ids / label_ids
@@ -77,12 +112,27 @@ def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=No
                             "label_weights", "predict_weights")}
     windows = []
     max_pieces = max_seq_length - 2
+    cache = {}
+
+    def pieces_of(index):
+        if index not in cache:
+            cache[index] = word_pieces(tokenizer, sentences[index].words)
+        return cache[index]
+
     for s_index, sentence in enumerate(sentences):
-        pieces = word_pieces(tokenizer, sentence.words)
+        pieces = pieces_of(s_index)
         plan = plan_windows([len(p) for p in pieces], max_pieces, stride)
         owners = _owners(plan, len(pieces))
+        left, right = [], []
+        if document_context and len(plan) == 1:
+            left, right = _context(sentences, s_index, pieces_of,
+                                   max_pieces - sum(len(p) for p in pieces))
+        left_pieces = [p for word in left for p in word]
+        right_pieces = [p for word in right for p in word]
         for w_index, (first, end) in enumerate(plan):
-            tokens, positions, labels, weights, predict = ["[CLS]"], [], [0], [0.0], [0.0]
+            tokens = ["[CLS]"] + left_pieces
+            positions, labels = [], [0] * len(tokens)
+            weights, predict = [0.0] * len(tokens), [0.0] * len(tokens)
             for word in range(first, end):
                 word_tokens = pieces[word][:max_pieces]
                 positions.append(len(tokens))
@@ -92,10 +142,10 @@ def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=No
                 weights.extend([1.0] + [0.0] * (len(word_tokens) - 1))
                 predict.extend([1.0 if owners[word] == w_index else 0.0] +
                                [0.0] * (len(word_tokens) - 1))
-            tokens.append("[SEP]")
-            labels.append(0)
-            weights.append(0.0)
-            predict.append(0.0)
+            tokens.extend(right_pieces + ["[SEP]"])
+            labels.extend([0] * (len(right_pieces) + 1))
+            weights.extend([0.0] * (len(right_pieces) + 1))
+            predict.extend([0.0] * (len(right_pieces) + 1))
             pad = max_seq_length - len(tokens)
             rows["input_ids"].append(tokenizer.convert_tokens_to_ids(tokens) + [0] * pad)
             rows["input_mask"].append([1] * len(tokens) + [0] * pad)

@@ -225,3 +225,25 @@ def test_unknown_tag_in_dev_is_named(toy, tmp_path):
                    "--max_seq_length=16", f"--output_dir={tmp_path / 'out'}"], check=False)
     assert result.returncode != 0
     assert "eng.testa:2: tag 'B-ORG' does not occur in the training data" in result.stderr
+
+
+def test_document_context_surrounds_the_sentence_and_is_not_predicted(tmp_path):
+    tokenizer = _tokenizer(tmp_path, ["a", "b", "c", "d", "e", "f", "g", "x", "y"])
+    doc = [conll.Sentence(["a", "b"], ["O", "O"], 1), conll.Sentence(["x", "y"],
+           ["B-PER", "I-PER"], 1), conll.Sentence(["c", "d", "e"], ["O"] * 3, 1),
+           conll.Sentence(["g"], ["O"], 2)]
+    label_map = {"O": 0, "B-PER": 1, "I-PER": 2}
+    arrays, windows = convert_sentences(doc, tokenizer, label_map, 8,
+                                        document_context=True)
+    # Sentence 1 ("x y") gets 4 context pieces, alternating left/right: b | x y | c d, a.
+    row = 1
+    tokens = tokenizer.convert_ids_to_tokens([int(i) for i in arrays["input_ids"][row] if i])
+    assert tokens == ["[CLS]", "a", "b", "x", "y", "c", "d", "[SEP]"]
+    assert arrays["label_weights"][row].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
+    assert arrays["predict_weights"][row].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
+    assert windows[row].word_positions == [3, 4]
+    # Context never crosses a document boundary.
+    last = tokenizer.convert_ids_to_tokens([int(i) for i in arrays["input_ids"][3] if i])
+    assert last == ["[CLS]", "g", "[SEP]"]
+    assert word_predictions(windows, arrays["label_ids"], doc, ["O", "B-PER", "I-PER"]) == \
+        [s.tags for s in doc]
