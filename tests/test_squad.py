@@ -1,0 +1,182 @@
+"""SQuAD: reading and its counts, answer-span refinement, windows and max context,
+get_final_text, the official metrics against hand-computed values, and run_squad.py
+learning a synthetic extractive task."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from data_prep import squad
+from data_prep.tokenization import FullTokenizer
+from training.squad_metrics import evaluate_v1, evaluate_v2
+from training.squad_predictions import get_final_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+
+
+def _tokenizer(tmp_path, words):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+    return FullTokenizer(str(vocab), do_lower_case=True)
+
+
+def _write(path, data):
+    path.write_text(json.dumps({"version": "1.1", "data": data}))
+    return str(path)
+
+
+def test_reading_counts_what_it_skips(tmp_path):
+    context = "Born in Ulm (1879-1955), Einstein   moved."
+    data = [{"title": "t", "paragraphs": [
+        {"context": context, "qas": [
+            {"id": "1", "question": "Where?", "answers": [{"text": "Ulm", "answer_start": 8}]},
+            {"id": "2", "question": "When?", "answers": [{"text": "1879", "answer_start": 12}]},
+            {"id": "3", "question": "Bad?", "answers": [{"text": "Ulm", "answer_start": 30}]},
+            {"id": "4", "answers": []}]},
+        {"qas": [{"id": "5", "question": "no context"}]},
+        {"context": "", "qas": [{"id": "6", "question": "empty", "answers": []}]}]}]
+    path = _write(tmp_path / "train.json", data)
+    examples, counts = squad.read_squad(path, is_training=True)
+    assert [e.qas_id for e in examples] == ["1", "2"]
+    assert examples[0].doc_tokens == ["Born", "in", "Ulm", "(1879-1955),", "Einstein",
+                                      "moved."]
+    assert (examples[0].start_position, examples[0].end_position) == (2, 2)
+    assert (examples[1].start_position, examples[1].end_position) == (3, 3)
+    assert counts == {"questions": 6, "skipped_malformed": 3, "skipped_answer_mismatch": 1,
+                      "empty_contexts": 1}
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"data": [')
+    with pytest.raises(squad.SquadError, match=r"bad.json: not valid JSON \(line 1"):
+        squad.read_squad(str(bad), is_training=False)
+
+
+def test_answer_span_is_refined_inside_the_word(tmp_path):
+    tokenizer = _tokenizer(tmp_path, ["born", "in", "ulm", "(", ")", "-", ",", "1879",
+                                      "1955", "when", "?"])
+    example = squad.SquadExample("q", "when ?", ["Born", "in", "Ulm", "(1879-1955),"],
+                                 "1879", 3, 3)
+    feature = squad.convert_examples([example], tokenizer, 32, 8, 8, is_training=True)[0]
+    # [CLS] when ? [SEP] born in ulm ( 1879 - 1955 ) , [SEP]: "1879" alone, not the word.
+    assert feature.tokens[feature.start_position:feature.end_position + 1] == ["1879"]
+    assert feature.token_to_orig_map[feature.start_position] == 3
+
+
+def test_windows_and_max_context(tmp_path):
+    words = [f"w{i}" for i in range(20)]
+    tokenizer = _tokenizer(tmp_path, words + ["q"])
+    example = squad.SquadExample("q", "q", words)
+    features = squad.convert_examples([example], tokenizer, 12, 3, 4, is_training=False)
+    # 12 - 1 query piece - 3 = 8 document pieces per window, windows start 3 apart.
+    starts = [f.token_to_orig_map[3] for f in features]
+    assert starts == [0, 3, 6, 9, 12]
+    # Word 7 is in windows 0 (3 right context... positions 0-7), 1 (3-10) and 2 (6-13):
+    # context min(7-0, 0)=0, min(4, 3)=3, min(1, 6)=1 -> window 1 owns it.
+    owners = [i for i, f in enumerate(features) for pos, word in f.token_to_orig_map.items()
+              if word == 7 and f.token_is_max_context[pos]]
+    assert owners == [1]
+    # Every document piece is owned by exactly one window.
+    owned = sorted(word for f in features for pos, word in f.token_to_orig_map.items()
+                   if f.token_is_max_context[pos])
+    assert owned == list(range(20))
+
+
+def test_get_final_text():
+    assert get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+    assert get_final_text("zurich", "Zürich,", True) == "Zürich"
+    assert get_final_text("1879", "(1879-1955),", True) == "1879"
+    assert get_final_text("bonn", "Zürich,", True) == "Zürich,"  # no alignment: original
+
+
+def test_official_metrics_by_hand():
+    dataset = [{"paragraphs": [{"qas": [
+        {"id": "a", "answers": [{"text": "Eiffel Tower"}, {"text": "the tower"}]},
+        {"id": "b", "answers": [{"text": "Paris, France"}]},
+        {"id": "c", "answers": [{"text": "1889"}]}]}]}]
+    predictions = {"a": "The Eiffel Tower!", "b": "France"}
+    r = evaluate_v1(dataset, predictions)
+    # a: exact after normalisation (article, punctuation) -> EM 1, F1 1.
+    # b: F1 = 2 * (1/1 * 1/2) / (1 + 1/2) = 2/3, EM 0. c: unanswered -> 0.
+    assert r["exact_match"] == pytest.approx(100 / 3)
+    assert r["f1"] == pytest.approx(100 * (1 + 2 / 3) / 3)
+    v2 = [{"paragraphs": [{"qas": [
+        {"id": "a", "answers": [{"text": "Eiffel Tower"}]},
+        {"id": "n1", "answers": []}, {"id": "n2", "answers": []}]}]}]
+    r = evaluate_v2(v2, {"a": "tower", "n1": "", "n2": "Paris"})
+    assert r["HasAns_f1"] == pytest.approx(100 * 2 / 3) and r["HasAns_exact"] == 0.0
+    assert r["NoAns_exact"] == pytest.approx(50.0) and r["total"] == 3
+    assert r["exact"] == pytest.approx(100 / 3)
+    assert r["f1"] == pytest.approx(100 * (2 / 3 + 1) / 3)
+    # With null odds above the threshold (1.0), n2 counts as "no answer": right.
+    r = evaluate_v2(v2, {"a": "tower", "n1": "", "n2": "Paris"},
+                    null_odds={"a": -3.0, "n1": 2.0, "n2": 1.5})
+    assert r["NoAns_exact"] == pytest.approx(100.0)
+
+
+ATTRIBUTES = {"color": ["red", "blue", "green", "black"], "city": ["paris", "oslo", "lima"],
+              "animal": ["cat", "dog", "horse", "fox"], "number": ["seven", "nine", "four"]}
+
+
+def _synthetic(rng, n, prefix):
+    paragraphs = []
+    for i in range(n):
+        facts = {k: rng.choice(v) for k, v in ATTRIBUTES.items()}
+        order = list(facts)
+        rng.shuffle(order)
+        context = " ".join(f"the {k} is {facts[k]} ." for k in order)
+        asked = rng.choice(order)
+        start = context.index(f"the {asked} is ") + len(f"the {asked} is ")
+        paragraphs.append({"context": context, "qas": [{
+            "id": f"{prefix}{i}", "question": f"what is the {asked} ?",
+            "answers": [{"text": facts[asked], "answer_start": start}]}]})
+    return [{"title": prefix, "paragraphs": paragraphs}]
+
+
+def test_run_squad_learns_a_synthetic_task(tmp_path):
+    rng = random.Random(0)
+    words = ["the", "is", "what", ".", "?"] + list(ATTRIBUTES) + \
+        [w for v in ATTRIBUTES.values() for w in v]
+    (tmp_path / "vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+    (tmp_path / "bert_config.json").write_text(json.dumps({
+        "vocab_size": len(words) + 5, "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 64,
+        "type_vocab_size": 2, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0}))
+    # Matching the asked attribute to its value takes a few hundred steps to click.
+    train = _write(tmp_path / "train.json", _synthetic(rng, 1000, "t"))
+    dev = _write(tmp_path / "dev.json", _synthetic(rng, 60, "d"))
+    common = [f"--vocab_file={tmp_path / 'vocab.txt'}",
+              f"--bert_config_file={tmp_path / 'bert_config.json'}"]
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "run_squad.py")] + common + [
+            "--do_train", f"--train_file={train}", "--do_predict", f"--predict_file={dev}",
+            "--max_seq_length=40", "--doc_stride=16", "--max_query_length=8",
+            "--train_batch_size=32", "--learning_rate=1e-3", "--num_train_epochs=30",
+            f"--output_dir={out}", "--save_checkpoints_steps=1000", "--log_steps=50"],
+        env=ENV, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads(result.stdout.strip().splitlines()[-1])
+    assert metrics["exact_match"] >= 90.0, metrics
+    predictions = json.loads((out / "predictions.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    assert len(predictions) == 60 and len(nbest["d0"]) >= 1
+    assert abs(sum(e["probability"] for e in nbest["d0"]) - 1.0) < 1e-6
+    alone = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "run_squad.py"), "--do_eval_only",
+         f"--predict_file={dev}", f"--predictions_file={out / 'predictions.json'}"],
+        env=ENV, capture_output=True, text=True, timeout=300, check=True)
+    assert json.loads(alone.stdout.strip().splitlines()[-1]) == pytest.approx(metrics)
+    asked = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "run_squad.py")] + common + [
+            f"--init_checkpoint={out}", "--max_seq_length=40", "--max_query_length=8",
+            "--question=what is the city ?",
+            "--context=the color is red . the city is oslo . the animal is fox ."],
+        env=ENV, capture_output=True, text=True, timeout=300)
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    assert json.loads(asked.stdout.strip().splitlines()[-1])["answer"] == "oslo"

@@ -1,0 +1,137 @@
+"""Exact match and F1 as the official SQuAD evaluation scripts define them.
+
+Pipeline position: `run_squad.py` scores predictions.json against the dev file after
+`--do_predict`, and `--do_eval_only` scores any predictions file without a model.
+
+v1.1 (`evaluate-v1.1.py`): answers normalised (lower-case, punctuation removed, articles
+a/an/the removed, whitespace collapsed); EM and token-overlap F1, each the max over the
+gold answers; a question without a prediction scores 0. Keys `exact_match`, `f1`.
+v2.0 (`evaluate-v2.0.py`): unanswerable questions have the gold answer ""; F1 of an empty
+answer is 1 only if both are empty; with null odds, a prediction whose odds exceed
+`na_prob_thresh` (1.0) counts as "no answer". Keys `exact`, `f1`, `total`, `HasAns_*`,
+`NoAns_*`, and with null odds also `best_exact`, `best_f1` and their thresholds.
+"""
+
+import collections
+import re
+import string
+
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text):
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _v2_f1(prediction, gold):
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    if not pred_tokens or not gold_tokens:  # v2.0: 1 if both empty, else 0
+        return float(pred_tokens == gold_tokens)
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _exact(prediction, gold):
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def _questions(dataset):
+    for article in dataset:
+        for paragraph in article.get("paragraphs", []):
+            for qa in paragraph.get("qas", []):
+                yield qa
+
+
+def evaluate_v1(dataset, predictions):
+    exact = f1 = total = 0
+    for qa in _questions(dataset):
+        total += 1
+        if qa["id"] not in predictions:
+            continue
+        golds = [a["text"] for a in qa.get("answers", [])]
+        if not golds:
+            continue
+        prediction = predictions[qa["id"]]
+        exact += max(_exact(prediction, g) for g in golds)
+        f1 += max(_v1_f1(prediction, g) for g in golds)
+    return {"exact_match": 100.0 * exact / total if total else 0.0,
+            "f1": 100.0 * f1 / total if total else 0.0}
+
+
+def _v1_f1(prediction, gold):
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def evaluate_v2(dataset, predictions, null_odds=None, na_prob_thresh=1.0):
+    exact, f1, has_answer = {}, {}, {}
+    for qa in _questions(dataset):
+        qid = qa["id"]
+        golds = [a["text"] for a in qa.get("answers", []) if normalize_answer(a["text"])]
+        has_answer[qid] = bool(golds)
+        golds = golds or [""]
+        if qid not in predictions:
+            continue
+        prediction = predictions[qid]
+        exact[qid] = max(_exact(prediction, g) for g in golds)
+        f1[qid] = max(_v2_f1(prediction, g) for g in golds)
+    odds = null_odds or {qid: 0.0 for qid in predictions}
+    exact_t, f1_t = {}, {}
+    for qid in has_answer:
+        if qid not in exact:
+            exact_t[qid] = f1_t[qid] = 0.0
+        elif odds.get(qid, 0.0) > na_prob_thresh:
+            exact_t[qid] = f1_t[qid] = float(not has_answer[qid])
+        else:
+            exact_t[qid], f1_t[qid] = exact[qid], f1[qid]
+
+    def summary(ids, prefix=""):
+        n = len(ids)
+        return {prefix + "exact": 100.0 * sum(exact_t[i] for i in ids) / n if n else 0.0,
+                prefix + "f1": 100.0 * sum(f1_t[i] for i in ids) / n if n else 0.0,
+                prefix + "total": n}
+
+    results = summary(list(has_answer))
+    has = [i for i, h in has_answer.items() if h]
+    no = [i for i, h in has_answer.items() if not h]
+    if has:
+        results.update(summary(has, "HasAns_"))
+    if no:
+        results.update(summary(no, "NoAns_"))
+    if null_odds:
+        for name, scores in (("exact", exact), ("f1", f1)):
+            best, thresh = _best_threshold(predictions, scores, null_odds, has_answer)
+            results["best_" + name] = best
+            results["best_" + name + "_thresh"] = thresh
+    return results
+
+
+def _best_threshold(predictions, scores, odds, has_answer):
+    """evaluate-v2.0.py's find_best_thresh."""
+    current = best = sum(1 for h in has_answer.values() if not h)
+    threshold = 0.0
+    for qid in sorted(odds, key=lambda k: odds[k]):
+        if qid not in scores:
+            continue
+        if has_answer[qid]:
+            diff = scores[qid]
+        else:
+            diff = -1 if predictions[qid] else 0
+        current += diff
+        if current > best:
+            best, threshold = current, odds[qid]
+    return 100.0 * best / len(scores) if scores else 0.0, threshold
