@@ -14,9 +14,10 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 
 from absl import app, flags, logging
 
-flags.DEFINE_enum("task_type", "classifier", ["classifier", "tagger"],
-                  "Which task head the checkpoint has: classifier (run_classifier.py) or "
-                  "tagger (run_ner.py).")
+flags.DEFINE_enum("task_type", "classifier", ["classifier", "tagger", "span"],
+                  "Which task head the checkpoint has: classifier (run_classifier.py), "
+                  "tagger (run_ner.py) or span (run_squad.py).")
+flags.DEFINE_integer("max_query_length", 64, "span: question pieces kept.")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
@@ -37,6 +38,15 @@ def main(_):
     for name in ("bert_config_file", "init_checkpoint", "vocab_file", "export_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required.")
+    if FLAGS.task_type == "span":
+        from modeling import BertConfig, BertSpanLabeler, load_checkpoint
+        from training.export import export_span_labeler
+        model = BertSpanLabeler(BertConfig.from_json_file(FLAGS.bert_config_file))
+        load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
+        export_span_labeler(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                            FLAGS.max_seq_length, FLAGS.max_query_length)
+        logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
+        return
     labels = FLAGS.labels
     if FLAGS.labels_file:
         with open(FLAGS.labels_file, encoding="utf-8") as f:

@@ -45,6 +45,8 @@ flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file against 
                   "--predict_file (no model).")
 flags.DEFINE_string("predictions_file", None, "predictions.json to score.")
 flags.DEFINE_string("null_odds_file", None, "null_odds.json (v2.0) to score with.")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel here (question + context in, "
+                    "start/end logits and token character offsets out).")
 flags.DEFINE_string("question", None, "Answer this question about --context and exit.")
 flags.DEFINE_string("context", None, "The passage for --question.")
 FLAGS = flags.FLAGS
@@ -76,7 +78,7 @@ def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
     interactive = FLAGS.question is not None
-    if not (FLAGS.do_train or FLAGS.do_predict or interactive):
+    if not (FLAGS.do_train or FLAGS.do_predict or interactive or FLAGS.export_dir):
         raise app.UsageError("At least one of --do_train, --do_predict, --question, "
                              "--do_eval_only.")
     for name in ("vocab_file", "bert_config_file") + (() if interactive else ("output_dir",)):
@@ -167,6 +169,12 @@ def main(_):
                       log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size)
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(output_dir), strict=True)
+
+    if FLAGS.export_dir and is_chief(strategy) and not interactive:
+        from training.export import export_span_labeler
+        export_span_labeler(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                            FLAGS.max_seq_length, FLAGS.max_query_length)
+        logging.info("Exported a SavedModel to %s.", FLAGS.export_dir)
 
     if interactive:
         examples, _ = squad.read_squad_from_text(FLAGS.question, FLAGS.context)

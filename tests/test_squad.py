@@ -158,7 +158,8 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
             "--do_train", f"--train_file={train}", "--do_predict", f"--predict_file={dev}",
             "--max_seq_length=40", "--doc_stride=16", "--max_query_length=8",
             "--train_batch_size=32", "--learning_rate=1e-3", "--num_train_epochs=30",
-            f"--output_dir={out}", "--save_checkpoints_steps=1000", "--log_steps=50"],
+            f"--output_dir={out}", "--save_checkpoints_steps=1000", "--log_steps=50",
+            f"--export_dir={tmp_path / 'model'}"],
         env=ENV, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
@@ -180,3 +181,29 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
         env=ENV, capture_output=True, text=True, timeout=300)
     assert asked.returncode == 0, asked.stderr[-3000:]
     assert json.loads(asked.stdout.strip().splitlines()[-1])["answer"] == "oslo"
+
+    # The SavedModel, in a fresh process with only tensorflow and tensorflow_text: the best
+    # valid span, cut out of the context with the returned character offsets.
+    context = "the color is red .  the city is  oslo . the animal is fox ."
+    served = subprocess.run([sys.executable, "-c", SERVE, str(tmp_path / "model"),
+                             "what is the city ?", context], env=ENV, capture_output=True,
+                            text=True, timeout=300)
+    assert served.returncode == 0, served.stderr[-3000:]
+    assert served.stdout.strip().splitlines()[-1] == "oslo"
+
+
+SERVE = """
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["serving_default"](question=tf.constant([sys.argv[2]]),
+                                          context=tf.constant([sys.argv[3]]))
+start, end = out["start_logits"].numpy()[0], out["end_logits"].numpy()[0]
+ts, te = out["token_start"].numpy()[0], out["token_end"].numpy()[0]
+valid = ts >= 0
+best = max(((start[i] + end[j], i, j) for i in np.flatnonzero(valid)
+            for j in np.flatnonzero(valid) if i <= j < i + 30))
+print(sys.argv[3][ts[best[1]]:te[best[2]]])
+"""

@@ -85,6 +85,31 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
                                       "serving_ids": serving_ids})
 
 
+def _split_words(tokenizer, text, unk_id):
+    """Raw strings -> words split at whitespace and punctuation as the BERT tokenizer
+    splits them (ragged [batch, (words)]), their byte offsets into the input (int32), and
+    each word's WordPiece ids (ragged [n_words, (pieces)], at least one: [UNK])."""
+    import tensorflow_text as tf_text
+
+    classes = tokenizer._classes
+    delimiters = "|".join([classes["whitespace"], classes["split"], classes["punctuation"],
+                           classes["cjk"]])
+    kept = "|".join([classes["punctuation"], classes["cjk"]])
+    words, begin, end = tf_text.regex_split_with_offsets(text, delimiters, kept)
+    begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
+    pieces = tokenizer.tokenize(words.flat_values)
+    empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
+    unk = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, tf.int64)), empty)
+    return words, begin, end, tf.concat([pieces, unk], axis=1)
+
+
+def _char_offsets(texts, byte_offsets):
+    """Byte offsets into `texts` (same shape, 1-D) -> character offsets."""
+    return tf.strings.length(tf.strings.substr(texts, tf.zeros_like(byte_offsets),
+                                               byte_offsets), unit="UTF8_CHAR")
+
+
 class _TaggerModule(tf.Module):
     """Sentence in, entities with character offsets out (see `export_tagger`)."""
 
@@ -100,10 +125,6 @@ class _TaggerModule(tf.Module):
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
         self.unk_id = vocab["[UNK]"]
         self.max_seq_length = max_seq_length
-        classes = self.tokenizer._classes
-        self.delimiters = "|".join([classes["whitespace"], classes["split"],
-                                    classes["punctuation"], classes["cjk"]])
-        self.kept = "|".join([classes["punctuation"], classes["cjk"]])
         types = sorted({t[2:] for t in label_list if t != "O"})
         self.labels = tf.constant(label_list, tf.string)
         self.types = tf.constant([""] + types, tf.string)
@@ -120,18 +141,7 @@ class _TaggerModule(tf.Module):
                 "label": tf.gather(self.labels, label_id)}
 
     def from_text(self, text):
-        import tensorflow_text as tf_text
-
-        words, begin, end = tf_text.regex_split_with_offsets(text, self.delimiters,
-                                                             self.kept)
-        begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
-        pieces = self.tokenizer.tokenize(words.flat_values)  # [n_words, (pieces)]
-        counts = pieces.row_lengths()
-        # A word with no piece (e.g. only control characters) still gets one: [UNK].
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(counts == 0, tf.int64))],
-                    tf.constant(self.unk_id, tf.int64)), tf.cast(counts == 0, tf.int64))
-        pieces = tf.concat([pieces, unk], axis=1)
+        words, begin, end, pieces = _split_words(self.tokenizer, text, self.unk_id)
         counts = pieces.row_lengths()
         per_row = words.with_flat_values(counts)                       # [batch, (words)]
         row_pieces = tf.RaggedTensor.from_row_lengths(
@@ -165,9 +175,7 @@ class _TaggerModule(tf.Module):
         row_text = tf.gather(text, ent_row)
         ent_text = tf.strings.substr(row_text, ent_begin, ent_end - ent_begin)
         # Byte offsets -> character offsets.
-        char_begin = tf.strings.length(
-            tf.strings.substr(row_text, tf.zeros_like(ent_begin), ent_begin),
-            unit="UTF8_CHAR")
+        char_begin = _char_offsets(row_text, ent_begin)
         char_end = char_begin + tf.strings.length(ent_text, unit="UTF8_CHAR")
         batch = tf.shape(text, out_type=tf.int64)[0]
 
@@ -213,3 +221,85 @@ def _save(module, export_dir, signatures):
         shutil.rmtree(export_dir)
     os.replace(tmp, export_dir)
     return export_dir
+
+
+class _SpanModule(tf.Module):
+    """Question + context in, start/end logits and token offsets out."""
+
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length):
+        super().__init__(name="bert_span_labeler")
+        self.model = model
+        self.model_variables = [v.value if hasattr(v, "value") else v
+                                for v in model.variables]
+        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+        vocab = load_vocab(vocab_file)
+        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.unk_id = vocab["[UNK]"]
+        self.max_seq_length = max_seq_length
+        self.max_query_length = max_query_length
+
+    def from_ids(self, input_ids, input_mask, segment_ids):
+        out = self.model({"input_ids": input_ids, "input_mask": input_mask,
+                          "segment_ids": segment_ids}, training=False)
+        return {"start_logits": tf.cast(out["start_logits"], tf.float32),
+                "end_logits": tf.cast(out["end_logits"], tf.float32)}
+
+    def from_text(self, question, context):
+        from data_prep.graph_packing import _keep_first
+
+        query = self.tokenizer.tokenize(question)
+        query = _keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
+        words, begin, end, pieces = _split_words(self.tokenizer, context, self.unk_id)
+        per_row = words.with_flat_values(pieces.row_lengths())
+        row_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
+                                                      tf.reduce_sum(per_row, axis=1))
+        room = self.max_seq_length - 3 - query.row_lengths()
+        doc = _keep_first(row_pieces, tf.minimum(row_pieces.row_lengths(), room))
+        packed = pack_ids(query, doc, self.max_seq_length, self.cls_id, self.sep_id)
+        outputs = self.from_ids(**packed)
+        # Character offsets of each document piece's word in the context.
+        word_of_piece = pieces.value_rowids()
+        row_of_word = tf.cast(words.value_rowids(), tf.int64)
+        texts = tf.gather(context, tf.gather(row_of_word, word_of_piece))
+        piece_begin = _char_offsets(texts, tf.gather(begin.flat_values, word_of_piece))
+        piece_end = _char_offsets(texts, tf.gather(end.flat_values, word_of_piece))
+        piece_begin = _keep_first(row_pieces.with_flat_values(piece_begin),
+                                  doc.row_lengths())
+        piece_end = _keep_first(row_pieces.with_flat_values(piece_end), doc.row_lengths())
+        batch = tf.shape(context, out_type=tf.int64)[0]
+
+        def layout(values):
+            lead = tf.RaggedTensor.from_row_lengths(
+                tf.fill([tf.reduce_sum(query.row_lengths() + 2)], -1),
+                query.row_lengths() + 2)
+            tail = tf.RaggedTensor.from_row_lengths(tf.fill([batch], -1),
+                                                    tf.ones([batch], tf.int64))
+            return tf.concat([lead, tf.cast(values, tf.int32), tail], axis=1).to_tensor(
+                -1, shape=[None, self.max_seq_length])
+
+        outputs["token_start"] = layout(piece_begin)
+        outputs["token_end"] = layout(piece_end)
+        outputs["input_mask"] = packed["input_mask"]
+        return outputs
+
+
+def export_span_labeler(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                        max_query_length=64):
+    """Writes a question-answering SavedModel; returns `export_dir`.
+
+    `serving_default` takes `question` and `context` (tf.string [batch]); the question is
+    cut to `max_query_length` pieces and the context to what fits in one window of
+    `max_seq_length`. Returns `start_logits`, `end_logits` [batch, max_seq_length] and
+    `token_start`/`token_end`: for each position, the character span in `context` of the
+    word that piece belongs to (-1 outside the context), so the answer of the best valid
+    (start, end) pair is `context[token_start[start]:token_end[end]]`. `serving_ids` takes
+    token ids (core ops only) and returns the logits.
+    """
+    module = _SpanModule(model, vocab_file, do_lower_case, max_seq_length, max_query_length)
+    ids = tf.TensorSpec([None, None], tf.int32)
+    text = tf.TensorSpec([None], tf.string)
+    serving_ids = tf.function(module.from_ids, input_signature=[ids, ids, ids])
+    serving_text = tf.function(module.from_text, input_signature=[text, text])
+    module.serving_text, module.serving_ids = serving_text, serving_ids
+    return _save(module, export_dir, {"serving_default": serving_text,
+                                      "serving_ids": serving_ids})
