@@ -207,3 +207,44 @@ best = max(((start[i] + end[j], i, j) for i in np.flatnonzero(valid)
             for j in np.flatnonzero(valid) if i <= j < i + 30))
 print(sys.argv[3][ts[best[1]]:te[best[2]]])
 """
+
+
+def test_predictions_from_logits_by_hand(tmp_path):
+    from training.squad_predictions import compute_predictions
+
+    tokenizer = _tokenizer(tmp_path, ["who", "?", "ann", "met", "bob", "in", "oslo", "."])
+    example = squad.SquadExample("q1", "who ?", ["Ann", "met", "Bob", "in", "Oslo."])
+    features = squad.convert_examples([example], tokenizer, 16, 8, 4, is_training=False)
+    # [CLS] who ? [SEP] ann met bob in oslo . [SEP]
+    assert features[0].tokens[4:10] == ["ann", "met", "bob", "in", "oslo", "."]
+    start = [0.0] * 16
+    end = [0.0] * 16
+    start[6], end[6] = 3.0, 2.0      # "bob": score 5
+    start[8], end[9] = 2.5, 2.0      # "oslo ." -> "Oslo.": score 4.5
+    start[1], end[1] = 9.0, 9.0      # inside the question: never an answer
+    predictions, nbest, _ = compute_predictions([example], features, [start], [end],
+                                                n_best_size=3)
+    assert predictions == {"q1": "Bob"}
+    assert nbest["q1"][0]["text"] == "Bob"
+    # v2.0: null score (position 0) 6.0 - best 5.0 = 1.0 > threshold 0 -> no answer.
+    start[0], end[0] = 3.0, 3.0
+    predictions, _, odds = compute_predictions([example], features, [start], [end],
+                                               version_2_with_negative=True)
+    assert predictions == {"q1": ""} and odds["q1"] == pytest.approx(1.0)
+    predictions, _, _ = compute_predictions([example], features, [start], [end],
+                                            version_2_with_negative=True,
+                                            null_score_diff_threshold=1.5)
+    assert predictions == {"q1": "Bob"}
+
+
+def test_cjk_and_accents_read_and_convert(tmp_path):
+    data = [{"paragraphs": [{"context": "東京は日本の首都です。 Café  Zürich ok",
+                             "qas": [{"id": "x", "question": "どこ?", "answers": [
+                                 {"text": "Zürich", "answer_start": 18}]}]}]}]
+    path = _write(tmp_path / "cjk.json", data)
+    examples, counts = squad.read_squad(path, is_training=True)
+    assert counts["skipped_answer_mismatch"] == 0
+    tokenizer = _tokenizer(tmp_path, ["東", "京", "cafe", "zurich", "ok", "?"])
+    features = squad.convert_examples(examples, tokenizer, 32, 8, 8, is_training=True)
+    f = features[0]
+    assert f.tokens[f.start_position:f.end_position + 1] == ["zurich"]
