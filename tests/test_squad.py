@@ -248,3 +248,34 @@ def test_cjk_and_accents_read_and_convert(tmp_path):
     features = squad.convert_examples(examples, tokenizer, 32, 8, 8, is_training=True)
     f = features[0]
     assert f.tokens[f.start_position:f.end_position + 1] == ["zurich"]
+
+
+def test_export_logits_equal_the_model_on_python_features(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from modeling import BertConfig, BertSpanLabeler
+    from training.export import export_span_labeler
+
+    words = ["who", "met", "bob", "in", "oslo", "ann", "?", ".", ",", "caf", "##e"]
+    tokenizer = _tokenizer(tmp_path, words)
+    config = BertConfig(vocab_size=len(words) + 5, hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32)
+    model = BertSpanLabeler(config)
+    export_span_labeler(model, str(tmp_path / "m"), str(tmp_path / "vocab.txt"), True, 24, 4)
+    question, context = "Who met Bob?", "Ann  met Bob, in Oslo. Café!"
+    example = squad.SquadExample("q", question, context.split())
+    feature = squad.convert_examples([example], tokenizer, 24, 8, 4, False)[0]
+    arrays = squad.feature_arrays([feature], False)
+    want = model(arrays)
+    served = tf.saved_model.load(str(tmp_path / "m")).signatures["serving_default"](
+        question=tf.constant([question]), context=tf.constant([context]))
+    np.testing.assert_allclose(served["start_logits"].numpy(), want["start_logits"],
+                               atol=1e-5)
+    np.testing.assert_allclose(served["end_logits"].numpy(), want["end_logits"], atol=1e-5)
+    # Offsets: every context piece maps into the word it came from.
+    starts, ends = served["token_start"].numpy()[0], served["token_end"].numpy()[0]
+    pieces = [(feature.tokens[i], context[starts[i]:ends[i]]) for i in range(len(
+        feature.tokens)) if starts[i] >= 0]
+    assert pieces[:3] == [("ann", "Ann"), ("met", "met"), ("bob", "Bob")]
+    assert ("caf", "Café") in pieces and ("##e", "Café") in pieces
