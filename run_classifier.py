@@ -17,20 +17,15 @@ import os
 
 from absl import app, flags, logging
 
+from training import fine_tuning
 from training import flags as training_flags
 
 training_flags.define_common_flags()
+fine_tuning.define_fine_tuning_flags()
 flags.DEFINE_string("task_name", None, "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, "
                     "WNLI, XNLI, or generic (your own files).")
 flags.DEFINE_string("data_dir", None, "Folder with the task's train/dev/test files.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "True for uncased models, False for cased.")
-flags.DEFINE_bool("do_predict", False, "Predict the test set.")
-flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Share of training steps for linear warm-up.")
 flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the classifier.")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and test on.")
 flags.DEFINE_enum("tokenizer", "python", ["python", "graph"],
                   "Feature conversion: the Python tokenizer or the in-graph one "
@@ -66,23 +61,15 @@ def _write_results(path, results):
 def main(_):
     _check_flags()
     from data_prep import classifier_data, classifier_features
-    from data_prep.tokenization import validate_case_matches_checkpoint
-    from modeling import BertClassifier, BertConfig, load_checkpoint
+    from modeling import BertClassifier, load_checkpoint
     from modeling.file_io import atomic_write_text
     from training import classification_metrics as metrics
-    from training import loop
     from training.classification_task import ClassificationTask, predict_logits
     from training.distribution import is_chief
 
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise app.UsageError(
-            f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
-            f"{config.max_position_embeddings} in {FLAGS.bert_config_file}.")
-    strategy, loss_scale = training_flags.strategy_from_flags(FLAGS)
+    config, strategy, loss_scale = fine_tuning.set_up(FLAGS)
     import tensorflow as tf
 
-    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     processor = classifier_data.get_processor(
         FLAGS.task_name, FLAGS.data_dir, language=FLAGS.xnli_language,
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
@@ -132,22 +119,8 @@ def main(_):
         train_examples = processor.get_examples("train")
         pair = any(e.text_b for e in train_examples)
         train_path = features("train", train_examples)
-        training_flags.check_batch_size(FLAGS, strategy, FLAGS.train_batch_size,
-                                        "train_batch_size")
-        num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size *
-                                     FLAGS.num_train_epochs))
-        num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
-        logging.info("%d training examples, %d steps (%d warm-up), batch %d.",
-                     len(train_examples), num_train_steps, num_warmup_steps,
-                     FLAGS.train_batch_size)
-        with strategy.scope():
-            optimizer = training_flags.optimizer_from_flags(
-                FLAGS, model, num_train_steps, num_warmup_steps, loss_scale)
-        trainer = loop.Trainer(strategy, model, task, optimizer, FLAGS.output_dir,
-                               gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-                               jit_compile=training_flags.use_xla(FLAGS),
-                               keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-                               clip_norm=FLAGS.clip_norm or None)
+        trainer, num_train_steps = fine_tuning.build_trainer(
+            FLAGS, strategy, model, task, len(train_examples), loss_scale)
         best_dir = os.path.join(FLAGS.output_dir, "best")
         main_metric = metrics.main_metric(FLAGS.task_name)
         best = {"value": None}

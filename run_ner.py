@@ -17,24 +17,18 @@ import os
 
 from absl import app, flags, logging
 
+from training import fine_tuning
 from training import flags as training_flags
 
 training_flags.define_common_flags()
+fine_tuning.define_fine_tuning_flags(do_lower_case=False, predict_batch_size=32)
 flags.DEFINE_string("data_dir", None, "Folder with train/dev/test files: eng.train, "
                     "eng.testa, eng.testb or train.txt, valid.txt (dev.txt), test.txt.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-flags.DEFINE_bool("do_lower_case", False, "False for cased models (the paper's NER).")
-flags.DEFINE_bool("do_predict", False, "Predict the test file.")
-flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Share of steps for linear warm-up.")
 flags.DEFINE_enum("tag_scheme", "iob2", ["iob2", "keep"],
                   "iob2: convert the tags to IOB2 (BIO), e.g. CoNLL-2003's IOB1; keep: use "
                   "them as they are.")
 flags.DEFINE_integer("doc_stride", None, "Pieces between the starts of overlapping "
                      "windows of a long sentence (default max_seq_length / 2).")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel here (raw sentence in, entities "
-                    "with character offsets out).")
 flags.DEFINE_bool("document_context", False, "Fill each window with the words of the "
                   "neighbouring sentences of the same document (the paper's setting); "
                   "they are not labelled or predicted.")
@@ -75,22 +69,16 @@ def main(_):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required.")
     from data_prep import conll, tagging_features
-    from data_prep.tokenization import FullTokenizer, validate_case_matches_checkpoint
-    from modeling import BertConfig, BertTokenClassifier, load_checkpoint
+    from data_prep.tokenization import FullTokenizer
+    from modeling import BertTokenClassifier, load_checkpoint
     from modeling.file_io import atomic_write_text
-    from training import loop, ner_metrics
+    from training import ner_metrics
     from training.distribution import is_chief
     from training.tagging_task import TaggingTask, predict_label_ids
 
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise app.UsageError(
-            f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
-            f"{config.max_position_embeddings} in {FLAGS.bert_config_file}.")
-    strategy, loss_scale = training_flags.strategy_from_flags(FLAGS)
+    config, strategy, loss_scale = fine_tuning.set_up(FLAGS)
     import tensorflow as tf
 
-    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
 
     def read(split):
@@ -129,33 +117,12 @@ def main(_):
 
     if FLAGS.do_train:
         arrays, windows = features(train_sentences)
-        training_flags.check_batch_size(FLAGS, strategy, FLAGS.train_batch_size,
-                                        "train_batch_size")
-        num_train_steps = max(1, int(len(windows) / FLAGS.train_batch_size *
-                                     FLAGS.num_train_epochs))
-        num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
-        logging.info("%d training sentences in %d windows, %d steps (%d warm-up), %d tags.",
-                     len(train_sentences), len(windows), num_train_steps, num_warmup_steps,
-                     len(label_list))
-        with strategy.scope():
-            optimizer = training_flags.optimizer_from_flags(
-                FLAGS, model, num_train_steps, num_warmup_steps, loss_scale)
-        trainer = loop.Trainer(strategy, model, TaggingTask(), optimizer, FLAGS.output_dir,
-                               gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-                               jit_compile=training_flags.use_xla(FLAGS),
-                               keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-                               clip_norm=FLAGS.clip_norm or None)
-        train_arrays = {k: v for k, v in arrays.items() if k != "predict_weights"}
-
-        def train_dataset(context, skip_batches):
-            dataset = tf.data.Dataset.from_tensor_slices(train_arrays)
-            if context.num_input_pipelines > 1:
-                dataset = dataset.shard(context.num_input_pipelines,
-                                        context.input_pipeline_id)
-            batch = context.get_per_replica_batch_size(FLAGS.train_batch_size)
-            return dataset.repeat().shuffle(10000, seed=FLAGS.seed).batch(
-                batch, drop_remainder=True).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
-
+        trainer, num_train_steps = fine_tuning.build_trainer(
+            FLAGS, strategy, model, TaggingTask(), len(windows), loss_scale)
+        logging.info("%d training sentences in %d windows, %d tags.", len(train_sentences),
+                     len(windows), len(label_list))
+        train_dataset = fine_tuning.array_dataset_fn(
+            {k: v for k, v in arrays.items() if k != "predict_weights"}, FLAGS)
         trainer.train(train_dataset, num_train_steps,
                       steps_per_loop=FLAGS.iterations_per_loop,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,

@@ -19,21 +19,16 @@ import random
 
 from absl import app, flags, logging
 
+from training import fine_tuning
 from training import flags as training_flags
 
 training_flags.define_common_flags()
+fine_tuning.define_fine_tuning_flags()
 flags.FLAGS.set_default("max_seq_length", 384)
-flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training (train-v1.1.json).")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (dev-v1.1.json).")
-flags.DEFINE_bool("do_predict", False, "Predict --predict_file (and score it if it has "
-                  "answers).")
 flags.DEFINE_integer("doc_stride", 128, "Pieces between the starts of document windows.")
 flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
-flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Share of steps for linear warm-up.")
 flags.DEFINE_integer("n_best_size", 20, "Candidates kept per question.")
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
 flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: questions may have no "
@@ -45,8 +40,6 @@ flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file against 
                   "--predict_file (no model).")
 flags.DEFINE_string("predictions_file", None, "predictions.json to score.")
 flags.DEFINE_string("null_odds_file", None, "null_odds.json (v2.0) to score with.")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel here (question + context in, "
-                    "start/end logits and token character offsets out).")
 flags.DEFINE_string("question", None, "Answer this question about --context and exit.")
 flags.DEFINE_string("context", None, "The passage for --question.")
 FLAGS = flags.FLAGS
@@ -92,23 +85,16 @@ def main(_):
         raise app.UsageError("--question needs --context.")
 
     from data_prep import squad
-    from data_prep.tokenization import FullTokenizer, validate_case_matches_checkpoint
-    from modeling import BertConfig, BertSpanLabeler, load_checkpoint
+    from data_prep.tokenization import FullTokenizer
+    from modeling import BertSpanLabeler, load_checkpoint
     from modeling.file_io import atomic_write_text
-    from training import loop
     from training.distribution import is_chief
     from training.span_task import SpanTask, predict_spans
     from training.squad_predictions import compute_predictions
 
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise app.UsageError(
-            f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings="
-            f"{config.max_position_embeddings} in {FLAGS.bert_config_file}.")
-    strategy, loss_scale = training_flags.strategy_from_flags(FLAGS)
+    config, strategy, loss_scale = fine_tuning.set_up(FLAGS)
     import tensorflow as tf
 
-    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     with strategy.scope():
         model = BertSpanLabeler(config)
@@ -138,31 +124,10 @@ def main(_):
         random.Random(12345).shuffle(examples)  # as the original
         features = features_of(examples, True)
         arrays = squad.feature_arrays(features, True)
-        training_flags.check_batch_size(FLAGS, strategy, FLAGS.train_batch_size,
-                                        "train_batch_size")
-        num_train_steps = max(1, int(len(examples) / FLAGS.train_batch_size *
-                                     FLAGS.num_train_epochs))
-        num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
-        logging.info("%d features, %d steps (%d warm-up).", len(features), num_train_steps,
-                     num_warmup_steps)
-        with strategy.scope():
-            optimizer = training_flags.optimizer_from_flags(
-                FLAGS, model, num_train_steps, num_warmup_steps, loss_scale)
-        trainer = loop.Trainer(strategy, model, SpanTask(), optimizer, output_dir,
-                               gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-                               jit_compile=training_flags.use_xla(FLAGS),
-                               keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-                               clip_norm=FLAGS.clip_norm or None)
-
-        def train_dataset(context, skip_batches):
-            dataset = tf.data.Dataset.from_tensor_slices(arrays)
-            if context.num_input_pipelines > 1:
-                dataset = dataset.shard(context.num_input_pipelines,
-                                        context.input_pipeline_id)
-            batch = context.get_per_replica_batch_size(FLAGS.train_batch_size)
-            return dataset.repeat().shuffle(10000, seed=FLAGS.seed).batch(
-                batch, drop_remainder=True).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
-
+        logging.info("%d features.", len(features))
+        trainer, num_train_steps = fine_tuning.build_trainer(
+            FLAGS, strategy, model, SpanTask(), len(examples), loss_scale)
+        train_dataset = fine_tuning.array_dataset_fn(arrays, FLAGS)
         trainer.train(train_dataset, num_train_steps,
                       steps_per_loop=FLAGS.iterations_per_loop,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,

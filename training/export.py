@@ -27,18 +27,26 @@ from data_prep.tokenization import load_vocab
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
-class _ClassifierModule(tf.Module):
-    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
-                 regression):
-        super().__init__(name="bert_classifier")
+class _ServingModule(tf.Module):
+    """What every export holds: the model (its variables held directly, since Keras 3
+    layers are not all tracked by tf.Module), the in-graph tokenizer and special ids."""
+
+    def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length):
+        super().__init__(name=name)
         self.model = model
-        # Keras 3 layers are not all tracked by tf.Module: hold the variables directly.
         self.model_variables = [v.value if hasattr(v, "value") else v
                                 for v in model.variables]
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
         vocab = load_vocab(vocab_file)
-        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.cls_id, self.sep_id, self.unk_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
         self.max_seq_length = max_seq_length
+
+
+class _ClassifierModule(_ServingModule):
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
+                 regression):
+        super().__init__("bert_classifier", model, vocab_file, do_lower_case,
+                         max_seq_length)
         self.regression = regression
         self.labels = tf.constant(label_list or [""], tf.string)
 
@@ -110,21 +118,11 @@ def _char_offsets(texts, byte_offsets):
                                                byte_offsets), unit="UTF8_CHAR")
 
 
-class _TaggerModule(tf.Module):
+class _TaggerModule(_ServingModule):
     """Sentence in, entities with character offsets out (see `export_tagger`)."""
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list):
-        super().__init__(name="bert_tagger")
-        import tensorflow_text as tf_text  # noqa: F401  (only for the raw-text signature)
-
-        self.model = model
-        self.model_variables = [v.value if hasattr(v, "value") else v
-                                for v in model.variables]
-        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
-        vocab = load_vocab(vocab_file)
-        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
-        self.unk_id = vocab["[UNK]"]
-        self.max_seq_length = max_seq_length
+        super().__init__("bert_tagger", model, vocab_file, do_lower_case, max_seq_length)
         types = sorted({t[2:] for t in label_list if t != "O"})
         self.labels = tf.constant(label_list, tf.string)
         self.types = tf.constant([""] + types, tf.string)
@@ -223,19 +221,12 @@ def _save(module, export_dir, signatures):
     return export_dir
 
 
-class _SpanModule(tf.Module):
+class _SpanModule(_ServingModule):
     """Question + context in, start/end logits and token offsets out."""
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length):
-        super().__init__(name="bert_span_labeler")
-        self.model = model
-        self.model_variables = [v.value if hasattr(v, "value") else v
-                                for v in model.variables]
-        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
-        vocab = load_vocab(vocab_file)
-        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
-        self.unk_id = vocab["[UNK]"]
-        self.max_seq_length = max_seq_length
+        super().__init__("bert_span_labeler", model, vocab_file, do_lower_case,
+                         max_seq_length)
         self.max_query_length = max_query_length
 
     def from_ids(self, input_ids, input_mask, segment_ids):

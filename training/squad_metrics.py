@@ -26,17 +26,25 @@ def normalize_answer(text):
     return " ".join(text.split())
 
 
-def _v2_f1(prediction, gold):
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
-    if not pred_tokens or not gold_tokens:  # v2.0: 1 if both empty, else 0
-        return float(pred_tokens == gold_tokens)
+def _token_f1(pred_tokens, gold_tokens):
     common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
     same = sum(common.values())
     if same == 0:
         return 0.0
     precision, recall = same / len(pred_tokens), same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
+
+
+def _v1_f1(prediction, gold):
+    return _token_f1(normalize_answer(prediction).split(), normalize_answer(gold).split())
+
+
+def _v2_f1(prediction, gold):
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    if not pred_tokens or not gold_tokens:  # v2.0: 1 if both empty, else 0
+        return float(pred_tokens == gold_tokens)
+    return _token_f1(pred_tokens, gold_tokens)
 
 
 def _exact(prediction, gold):
@@ -64,17 +72,6 @@ def evaluate_v1(dataset, predictions):
         f1 += max(_v1_f1(prediction, g) for g in golds)
     return {"exact_match": 100.0 * exact / total if total else 0.0,
             "f1": 100.0 * f1 / total if total else 0.0}
-
-
-def _v1_f1(prediction, gold):
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
-    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
 
 
 def evaluate_v2(dataset, predictions, null_odds=None, na_prob_thresh=1.0):
