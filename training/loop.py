@@ -28,6 +28,7 @@ import shutil
 import tempfile
 import time
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -35,8 +36,6 @@ from tensorflow.core.framework import summary_pb2
 
 from training import checkpointing
 from training.distribution import is_chief, worker_index
-
-import keras
 
 
 def write_scalar(name, value):
