@@ -77,6 +77,11 @@ def test_train_eval_export(data, tmp_path):
     # Rerunning the finished command trains nothing more.
     again = _run(_command(data, out))
     assert "training already finished" in again.stderr
+    # Evaluation alone restores the last training checkpoint (heads included): same figures.
+    first = (out / "eval_results.txt").read_text()
+    (out / "eval_results.txt").unlink()
+    _run(_command(data, out, do_train=False, do_eval=True, max_eval_steps=5))
+    assert (out / "eval_results.txt").read_text() == first
 
 
 def test_bad_input_is_named(data, tmp_path):
