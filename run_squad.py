@@ -45,10 +45,9 @@ flags.DEFINE_string("context", None, "The passage for --question.")
 FLAGS = flags.FLAGS
 
 
-def _score(dataset_path, predictions, null_odds=None):
+def _score(dataset, predictions, null_odds=None):
+    """Official metrics of `predictions` against the "data" list of a SQuAD file."""
     from training import squad_metrics
-    with open(dataset_path, encoding="utf-8") as f:
-        dataset = json.load(f)["data"]
     if FLAGS.version_2_with_negative:
         return squad_metrics.evaluate_v2(dataset, predictions, null_odds)
     return squad_metrics.evaluate_v1(dataset, predictions)
@@ -64,7 +63,8 @@ def _eval_only():
     if FLAGS.null_odds_file:
         with open(FLAGS.null_odds_file, encoding="utf-8") as f:
             odds = json.load(f)
-    print(json.dumps(_score(FLAGS.predict_file, predictions, odds)))
+    from data_prep.squad import load_json
+    print(json.dumps(_score(load_json(FLAGS.predict_file)["data"], predictions, odds)))
 
 
 def main(_):
@@ -152,7 +152,8 @@ def main(_):
         return
 
     if FLAGS.do_predict and is_chief(strategy):
-        examples, counts = squad.read_squad(FLAGS.predict_file, False)
+        data = squad.load_json(FLAGS.predict_file)  # read once: examples and scoring
+        examples, counts = squad.squad_examples(data, FLAGS.predict_file, False)
         (predictions, nbest, null_odds), n_features = answer(examples)
         for name, value in (("predictions.json", predictions),
                             ("nbest_predictions.json", nbest)) + (
@@ -161,12 +162,10 @@ def main(_):
                               json.dumps(value, indent=4, ensure_ascii=False) + "\n")
         logging.info("Predicted %d questions (%d features); %s", len(examples), n_features,
                      counts)
-        with open(FLAGS.predict_file, encoding="utf-8") as f:
-            has_answers = any(qa.get("answers") for article in json.load(f)["data"]
-                              for p in article.get("paragraphs", [])
-                              for qa in p.get("qas", []))
+        has_answers = any(qa.get("answers") for article in data["data"]
+                          for p in article.get("paragraphs", []) for qa in p.get("qas", []))
         if has_answers:
-            results = _score(FLAGS.predict_file, predictions,
+            results = _score(data["data"], predictions,
                              null_odds if FLAGS.version_2_with_negative else None)
             atomic_write_text(os.path.join(output_dir, "eval_results.txt"), "".join(
                 f"{k} = {v}\n" for k, v in sorted(results.items())))

@@ -27,7 +27,8 @@ def pair_lengths(len_a, len_b, budget):
     return new_a, new_b
 
 
-def _keep_first(ragged, lengths):
+def keep_first(ragged, lengths):
+    """The first `lengths[i]` values of each row i of `ragged`."""
     positions = tf.ragged.range(ragged.row_lengths())
     return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
 
@@ -56,8 +57,8 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     pair_a, pair_b = pair_lengths(len_a, len_b, max_seq_length - 3)
     keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
     keep_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
-    ids_a = _keep_first(ids_a, keep_a)
-    ids_b = _keep_first(ids_b, keep_b)
+    ids_a = keep_first(ids_a, keep_a)
+    ids_b = keep_first(ids_b, keep_b)
     batch = tf.shape(len_a, out_type=tf.int64)[0]
     cls = tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(cls_id, tf.int64)),
                                            tf.ones([batch], tf.int64))

@@ -62,15 +62,20 @@ def read_squad(path, is_training, version_2_with_negative=False):
         at `answer_start`, training only; the original warns and drops these too) and
         "empty_contexts".
     """
+    data = load_json(path)
+    return squad_examples(data, path, is_training, version_2_with_negative)
+
+
+def load_json(path):
+    """A SQuAD file's parsed JSON; `SquadError` names the file and the line of bad JSON."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return json.load(f)
     except json.JSONDecodeError as err:
         raise SquadError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: "
                          f"{err.msg}).") from None
     except UnicodeDecodeError as err:
         raise SquadError(f"{path}: not UTF-8 ({err}).") from None
-    return squad_examples(data, path, is_training, version_2_with_negative)
 
 
 def squad_examples(data, path, is_training, version_2_with_negative=False):

@@ -11,6 +11,8 @@ score.
 import numpy as np
 import tensorflow as tf
 
+from training.loop import predict
+
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -45,13 +47,5 @@ class ClassificationTask:
 def predict_logits(model, dataset):
     """Logits of `model` over a finite dataset, in order (NumPy [n, num_classes]); also
     the labels, for evaluation."""
-    @tf.function
-    def step(batch):
-        return tf.cast(model({k: batch[k] for k in INPUTS}, training=False)["logits"],
-                       tf.float32)
-
-    logits, labels = [], []
-    for batch in dataset:
-        logits.append(step(batch).numpy())
-        labels.append(batch["label_ids"].numpy())
-    return np.concatenate(logits), np.concatenate(labels)
+    out = predict(model, dataset, ["logits"], keep=["label_ids"])
+    return out["logits"], out["label_ids"]

@@ -20,7 +20,7 @@ import shutil
 
 import tensorflow as tf
 
-from data_prep.graph_packing import pack_ids
+from data_prep.graph_packing import keep_first, pack_ids
 from data_prep.graph_tokenizer import GraphTokenizer
 from data_prep.tokenization import load_vocab
 
@@ -236,16 +236,15 @@ class _SpanModule(_ServingModule):
                 "end_logits": tf.cast(out["end_logits"], tf.float32)}
 
     def from_text(self, question, context):
-        from data_prep.graph_packing import _keep_first
 
         query = self.tokenizer.tokenize(question)
-        query = _keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
+        query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
         words, begin, end, pieces = _split_words(self.tokenizer, context, self.unk_id)
         per_row = words.with_flat_values(pieces.row_lengths())
         row_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
                                                       tf.reduce_sum(per_row, axis=1))
         room = self.max_seq_length - 3 - query.row_lengths()
-        doc = _keep_first(row_pieces, tf.minimum(row_pieces.row_lengths(), room))
+        doc = keep_first(row_pieces, tf.minimum(row_pieces.row_lengths(), room))
         packed = pack_ids(query, doc, self.max_seq_length, self.cls_id, self.sep_id)
         outputs = self.from_ids(**packed)
         # Character offsets of each document piece's word in the context.
@@ -254,9 +253,9 @@ class _SpanModule(_ServingModule):
         texts = tf.gather(context, tf.gather(row_of_word, word_of_piece))
         piece_begin = _char_offsets(texts, tf.gather(begin.flat_values, word_of_piece))
         piece_end = _char_offsets(texts, tf.gather(end.flat_values, word_of_piece))
-        piece_begin = _keep_first(row_pieces.with_flat_values(piece_begin),
+        piece_begin = keep_first(row_pieces.with_flat_values(piece_begin),
                                   doc.row_lengths())
-        piece_end = _keep_first(row_pieces.with_flat_values(piece_end), doc.row_lengths())
+        piece_end = keep_first(row_pieces.with_flat_values(piece_end), doc.row_lengths())
         batch = tf.shape(context, out_type=tf.int64)[0]
 
         def layout(values):

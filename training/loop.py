@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 
 import keras
 import numpy as np
@@ -309,3 +310,37 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
     results = task.eval_results(totals)
     results["eval_steps"] = steps
     return results
+
+
+# Compiled inference steps, per model and output set: repeated evaluations during training
+# (best-checkpoint selection) reuse one trace instead of tracing a new function each time.
+_PREDICT_STEPS = weakref.WeakKeyDictionary()
+_MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def predict(model, dataset, outputs, keep=()):
+    """Runs `model` (inference) over a finite dataset of feature dicts, in order.
+
+    Args:
+        outputs: names of the model outputs to collect (cast to float32).
+        keep: names of batch features to collect alongside (e.g. labels).
+
+    Returns:
+        dict of NumPy arrays, concatenated over batches.
+    """
+    steps = _PREDICT_STEPS.setdefault(model, {})
+    key = tuple(outputs)
+    if key not in steps:
+        @tf.function
+        def step(inputs):
+            out = model(inputs, training=False)
+            return {name: tf.cast(out[name], tf.float32) for name in key}
+        steps[key] = step
+    collected = {name: [] for name in key + tuple(keep)}
+    for batch in dataset:
+        got = steps[key]({name: batch[name] for name in _MODEL_INPUTS})
+        for name in key:
+            collected[name].append(got[name].numpy())
+        for name in keep:
+            collected[name].append(np.asarray(batch[name]))
+    return {name: np.concatenate(values) for name, values in collected.items()}

@@ -6,8 +6,9 @@ cross-entropy of the end position) / 2, each a softmax over all positions, avera
 the global batch.
 """
 
-import numpy as np
 import tensorflow as tf
+
+from training.loop import predict
 
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -31,16 +32,5 @@ def predict_spans(model, arrays, batch_size):
     """Start and end logits (NumPy float32 [n, seq_length] each) for feature arrays."""
     dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS}).batch(
         batch_size)
-
-    @tf.function
-    def step(batch):
-        out = model(batch, training=False)
-        return tf.cast(out["start_logits"], tf.float32), tf.cast(out["end_logits"],
-                                                                  tf.float32)
-
-    starts, ends = [], []
-    for batch in dataset:
-        s, e = step(batch)
-        starts.append(s.numpy())
-        ends.append(e.numpy())
-    return np.concatenate(starts), np.concatenate(ends)
+    out = predict(model, dataset, ["start_logits", "end_logits"])
+    return out["start_logits"], out["end_logits"]

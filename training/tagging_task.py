@@ -6,8 +6,9 @@ WordPiece (`label_weights`), summed and divided by the number of such positions 
 global batch.
 """
 
-import numpy as np
 import tensorflow as tf
+
+from training.loop import predict
 
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -30,9 +31,4 @@ def predict_label_ids(model, arrays, batch_size):
     """Argmax label id at every position, NumPy int [n, seq_length]."""
     dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS}).batch(
         batch_size)
-
-    @tf.function
-    def step(batch):
-        return tf.argmax(model(batch, training=False)["logits"], -1, output_type=tf.int32)
-
-    return np.concatenate([step(batch).numpy() for batch in dataset])
+    return predict(model, dataset, ["logits"])["logits"].argmax(-1)
