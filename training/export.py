@@ -236,7 +236,6 @@ class _SpanModule(_ServingModule):
                 "end_logits": tf.cast(out["end_logits"], tf.float32)}
 
     def from_text(self, question, context):
-
         query = self.tokenizer.tokenize(question)
         query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
         words, begin, end, pieces = _split_words(self.tokenizer, context, self.unk_id)
