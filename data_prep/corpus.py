@@ -43,9 +43,32 @@ def expand_input_patterns(spec):
     return files
 
 
+def clean_line(raw, stats):
+    """One raw line (bytes) -> the stripped line, or b"" if the original sees a blank line
+    (a document break).
+
+    As the original reads: TensorFlow's `GFile.readline` drops every carriage return, not
+    only a final one ("a\\rb" is "ab"), and the line is stripped as a Python `str`, so a
+    line of Unicode spaces (U+3000, U+00A0, ...) or of \\x1c-\\x1f is blank. Bytes that are
+    not UTF-8 are dropped (and the line counted in `stats`), as the original's
+    `convert_to_unicode` does with errors="ignore".
+    """
+    if b"\r" in raw:
+        raw = raw.replace(b"\r", b"")
+    line = raw.strip()
+    if not line:
+        return line
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        stats.lines_with_invalid_utf8 += 1
+        text = line.decode("utf-8", "ignore")
+    return line if text.strip() else b""
+
+
 def iter_lines(path, stats):
-    """Yields each line of `path` as stripped UTF-8 bytes (invalid bytes are dropped later
-    by the tokenizers, as the original's decoding does; such lines are counted)."""
+    """Yields each line of `path` as `clean_line` makes it (invalid UTF-8 bytes are dropped
+    later by the tokenizers, as the original's decoding does; such lines are counted)."""
     try:
         f = paths.open_binary(path)
     except OSError as e:
@@ -61,14 +84,8 @@ def iter_lines(path, stats):
             if not raw:
                 break
             n_lines += 1
-            line = raw.strip()
-            if not line:
-                breaks += 1
-            else:
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError:
-                    stats.lines_with_invalid_utf8 += 1
+            line = clean_line(raw, stats)
+            breaks += not line
             yield line
     stats.lines += n_lines
     if n_lines == 0 or (breaks == n_lines):

@@ -70,7 +70,7 @@ def read_piece(piece, stats):
                 raw = f.readline()
                 if not raw:
                     return
-                if not raw.strip():
+                if not corpus.clean_line(raw, corpus.CorpusStats()):
                     break
         at_document_start = True
         while True:
@@ -79,14 +79,9 @@ def read_piece(piece, stats):
             raw = f.readline()
             if not raw:
                 return
-            line = raw.strip()
+            line = corpus.clean_line(raw, stats)
             stats.lines += 1
             at_document_start = not line
-            if line:
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError:
-                    stats.lines_with_invalid_utf8 += 1
             yield line
 
 

@@ -175,7 +175,7 @@ class GraphTokenizer(tf.Module):
                     max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
                     unknown_token=tokenization.UNK_TOKEN, no_pretokenization=True,
                     support_detokenization=False)
-            except (ValueError, tf.errors.OpError):
+            except (ValueError, RuntimeError, tf.errors.OpError):  # e.g. a 300-byte token
                 self._wordpiece = None
         if self._wordpiece is None:
             keys = tf.constant(tokens, dtype=tf.string)

@@ -84,7 +84,7 @@ def covering_vocab(texts, basic_tokenizers, rng_seed=0, drop_share=0.03):
             for w in tok.tokenize(text):
                 words[w] = words.get(w, 0) + 1
                 chars.update(w)
-    chars = sorted(c for c in chars if rng.random() > drop_share)
+    chars = [c for c in sorted(chars) if rng.random() > drop_share]  # seeded: sorted first
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab += chars + ["##" + c for c in chars]
     frequent = sorted(words, key=lambda w: (-words[w], w))[:2000]
