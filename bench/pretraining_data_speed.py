@@ -4,13 +4,17 @@ Builds ~10 MB of real prose from ../shared/data (WikiText-2 articles plus the En
 Wikipedia dump sample run through extract_wikipedia), then times whole processes (start-up
 included) with the original's default flags (dupe_factor 10, max_seq_length 128, ...):
 
-  baseline   --mode=original --tokenizer=python   (the original script's design)
+  baseline   Google's original create_pretraining_data.py (the `bert-tensorflow` package
+             from PyPI: installed with the test requirements, else downloaded to a
+             temporary folder for this run)
+  original   --mode=original --tokenizer=python   (this project, the pure-Python tokenizer)
   original   --mode=original --tokenizer=graph
   fast x1    --mode=fast --num_workers=1
   fast x2    --mode=fast --num_workers=2
 
-and prints instances/s, instances/s per core, the ratios to the baseline per core and the
-1 -> 2 worker scaling, as a Markdown table.
+and prints instances/s, instances/s per core, CPU seconds, the ratios to the baseline per
+core and the 1 -> 2 worker scaling, as a Markdown table. It also checks that
+--mode=original wrote the same instances as the original script.
 
     python bench/pretraining_data_speed.py --shared_dir=../shared/data [--target_mb=10]
 """
@@ -18,6 +22,7 @@ and prints instances/s, instances/s per core, the ratios to the baseline per cor
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -71,21 +76,42 @@ def build_vocab(corpus, workdir):
     return vocab
 
 
-def run(corpus, vocab, workdir, args):
-    outputs = ",".join(os.path.join(workdir, f"out-{i}.tfrecord") for i in range(2))
+def original_script(workdir):
+    """(python path entry or None, module) for Google's create_pretraining_data.py."""
+    try:
+        import bert.create_pretraining_data  # noqa: F401  (installed: test requirement)
+        return None
+    except ImportError:
+        target = os.path.join(workdir, "bert-tensorflow")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                        f"--target={target}", "bert-tensorflow==1.0.4", "six"], check=True)
+        return target
+
+
+def run(command, pythonpath=None):
+    """Runs a whole process; returns (wall seconds, CPU seconds, stderr)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={corpus}",
-         f"--output_file={outputs}", f"--vocab_file={vocab}", "--dupe_factor=10",
-         "--max_seq_length=128", "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
-         "--random_seed=12345"] + args,
-        cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    result = subprocess.run([sys.executable] + command, cwd=ROOT, capture_output=True,
+                            text=True, env=env)
     elapsed = time.time() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode:
         raise SystemExit(result.stderr[-3000:])
-    instances = int(re.search(r"Wrote ([\d,]+) instances", result.stderr).group(1)
-                    .replace(",", ""))
-    return instances, elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, result.stderr
+
+
+def same_instances(paths_a, paths_b):
+    sys.path.insert(0, ROOT)
+    from data_prep.pretraining_records import read_examples
+    for a, b in zip(paths_a, paths_b):
+        if list(read_examples(a)) != list(read_examples(b)):
+            return False
+    return True
 
 
 def main():
@@ -99,23 +125,41 @@ def main():
         size = os.path.getsize(corpus) / 2 ** 20
         print(f"Corpus: {size:.1f} MB ({copies} copies of WikiText-2 valid+test and the "
               f"enwiki sample, extracted); vocabulary learned from it.\n")
-        configs = [("baseline: original, Python tokenizer", ["--mode=original",
-                                                             "--tokenizer=python"], 1),
-                   ("original, graph tokenizer", ["--mode=original", "--tokenizer=graph"], 1),
-                   ("fast, 1 worker", ["--mode=fast", "--num_workers=1"], 1),
-                   ("fast, 2 workers", ["--mode=fast", "--num_workers=2"], 2)]
-        rows = []
-        for name, args, cores in configs:
-            instances, elapsed = run(corpus, vocab, workdir, args)
-            rows.append((name, cores, instances, elapsed, instances / elapsed / cores))
-        base = rows[0][4]
-        print("| run | cores | instances | seconds | instances/s | per core | x baseline per core |")
-        print("|---|---|---|---|---|---|---|")
-        for name, cores, instances, elapsed, per_core in rows:
-            print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | "
+        flags_ = [f"--input_file={corpus}", f"--vocab_file={vocab}", "--do_lower_case=True",
+                  "--dupe_factor=10", "--max_seq_length=128", "--max_predictions_per_seq=20",
+                  "--masked_lm_prob=0.15", "--short_seq_prob=0.1", "--random_seed=12345"]
+        ours = ["-m", "data_prep.create_pretraining_data"]
+        configs = [("baseline: Google's create_pretraining_data.py",
+                    ["-m", "bert.create_pretraining_data"], 1, original_script(workdir)),
+                   ("original, Python tokenizer", ours + ["--mode=original",
+                                                          "--tokenizer=python"], 1, None),
+                   ("original, graph tokenizer", ours + ["--mode=original",
+                                                         "--tokenizer=graph"], 1, None),
+                   ("fast, 1 worker", ours + ["--mode=fast", "--num_workers=1"], 1, None),
+                   ("fast, 2 workers", ours + ["--mode=fast", "--num_workers=2"], 2, None)]
+        rows, written = [], []
+        for index, (name, command, cores, pythonpath) in enumerate(configs):
+            outputs = [os.path.join(workdir, f"run{index}-{i}.tfrecord") for i in range(2)]
+            elapsed, cpu, log = run(command + flags_ + [f"--output_file={','.join(outputs)}"],
+                                    pythonpath)
+            instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
+                            .replace(",", ""))
+            rows.append((name, cores, instances, elapsed, cpu))
+            written.append(outputs)
+        base = rows[0][2] / rows[0][3]
+        print("| run | cores | instances | seconds | CPU seconds | instances/s | per core "
+              "| x baseline per core |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, cores, instances, elapsed, cpu in rows:
+            per_core = instances / elapsed / cores
+            print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
                   f"{instances / elapsed:,.0f} | {per_core:,.0f} | {per_core / base:.1f} |")
-        print(f"\nScaling 1 -> 2 workers: {rows[3][2] / rows[3][3] / (rows[2][2] / rows[2][3]):.2f}x"
+        fast1, fast2 = rows[3], rows[4]
+        print(f"\nScaling 1 -> 2 workers: {fast2[2] / fast2[3] / (fast1[2] / fast1[3]):.2f}x"
               f" instances/s.")
+        for index in (1, 2):
+            print(f"{rows[index][0]}: same instances as the original script: "
+                  f"{same_instances(written[0], written[index])}")
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ def clean_line(raw, stats):
     As the original reads: TensorFlow's `GFile.readline` drops every carriage return, not
     only a final one ("a\\rb" is "ab"), and the line is stripped as a Python `str`, so a
     line of Unicode spaces (U+3000, U+00A0, ...) or of \\x1c-\\x1f is blank. Bytes that are
-    not UTF-8 are dropped (and the line counted in `stats`), as the original's
-    `convert_to_unicode` does with errors="ignore".
+    not UTF-8 are dropped here (and the line counted in `stats`), as the original's
+    `convert_to_unicode` does with errors="ignore": what this returns is valid UTF-8.
     """
     if b"\r" in raw:
         raw = raw.replace(b"\r", b"")
@@ -62,7 +62,8 @@ def clean_line(raw, stats):
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         stats.lines_with_invalid_utf8 += 1
-        text = line.decode("utf-8", "ignore")
+        line = line.decode("utf-8", "ignore").strip().encode("utf-8")
+        return line
     return line if text.strip() else b""
 
 

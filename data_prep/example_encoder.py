@@ -32,57 +32,49 @@ def _varint(n):
 
 
 def _varint_rows(values):
-    """Non-negative int matrix [N, L] (< 2^35) -> (flat uint8 bytes, per-row byte counts)."""
+    """Non-negative int matrix [N, L] (< 2^35) -> (bytes [N, W] uint8, valid [N, W] bool or
+    None when every byte is used): row i's encoding is bytes[i][valid[i]]."""
     v = np.asarray(values)
     n, width = v.shape
     top = int(v.max()) if v.size else 0
     if v.size and v.min() < 0:
         raise ValueError("negative values are not supported")
-    if top < 0x80:  # one byte per value: masks, segments, positions, labels, lengths
-        return v.astype(np.uint8).reshape(-1), np.full(n, width, np.int64)
+    if top < 0x80:  # one byte per value: masks, segments, positions, labels, small ids
+        return v.astype(np.uint8), None
     v = v.astype(np.int64)
     groups = max(1, (top.bit_length() + 6) // 7)
-    nbytes = np.ones(v.shape, np.int64)
+    nbytes = np.ones(v.shape, np.int8)
     for k in range(1, groups):
         nbytes += v >= (1 << (7 * k))
     out = np.empty(v.shape + (groups,), np.uint8)
     for k in range(groups):
         byte = (v >> (7 * k)) & 0x7F
-        out[..., k] = byte | ((nbytes - 1 > k) << 7)
-    keep = np.arange(groups)[None, None, :] < nbytes[..., None]
-    return out[keep], nbytes.sum(axis=1)
+        out[..., k] = byte | ((nbytes > k + 1) << 7)
+    valid = np.arange(groups, dtype=np.int8)[None, None, :] < nbytes[..., None]
+    return out.reshape(n, width * groups), valid.reshape(n, width * groups)
 
 
-def _column_varints(lengths):
-    """Varint encodings of a vector of lengths, as (flat bytes, per-row counts)."""
+def _length_varints(lengths):
+    """Varints of a vector of lengths -> (bytes [N, W], valid [N, W] or None)."""
     return _varint_rows(np.asarray(lengths, np.int64)[:, None])
 
 
+def _byte_count(part):
+    data, valid = part
+    return np.full(len(data), data.shape[1], np.int64) if valid is None else \
+        valid.sum(axis=1, dtype=np.int64)
+
+
 def _const(data, n):
-    data = np.frombuffer(data, np.uint8)
-    return np.tile(data, n), np.full(n, len(data), np.int64)
-
-
-def _interleave(components, n):
-    """Concatenates, row by row, components given as (flat bytes, per-row counts) in row
-    order; returns (one flat buffer, per-row byte counts)."""
-    counts = np.stack([c for _, c in components], axis=1)  # [N, K]
-    row_total = counts.sum(axis=1)
-    row_start = np.cumsum(row_total) - row_total
-    within = np.cumsum(counts, axis=1) - counts  # start of component k inside its row
-    out = np.empty(int(row_total.sum()), np.uint8)
-    for k, (flat, c) in enumerate(components):
-        if not len(flat):
-            continue
-        dest_row = row_start + within[:, k]
-        first = np.cumsum(c) - c  # start of each row's bytes inside `flat`
-        offsets = np.arange(len(flat)) - np.repeat(first, c)
-        out[np.repeat(dest_row, c) + offsets] = flat
-    return out, row_total
+    return np.broadcast_to(np.frombuffer(data, np.uint8), (n, len(data))), None
 
 
 def encode_batch(features):
     """Serialises a batch of examples.
+
+    Every part of a record (constant tags and keys, length varints, packed values) is laid
+    out at a fixed column of one [N, W] byte matrix with a mask of the bytes in use, so
+    that the records are produced by a single masked copy.
 
     Args:
         features: dict name -> 2-D array [N, L]: int arrays for the int64 features,
@@ -96,27 +88,31 @@ def encode_batch(features):
     for name in _ORDER:
         if name == "masked_lm_weights":
             weights = np.ascontiguousarray(np.asarray(features[name], "<f4"))
-            payload = (weights.view(np.uint8).reshape(-1),
-                       np.full(n, weights.shape[1] * 4, np.int64))
+            payload = (weights.view(np.uint8).reshape(n, -1), None)
             kind = b"\x12"  # Feature.float_list
         else:
             payload = _varint_rows(np.asarray(features[name]))
             kind = b"\x1a"  # Feature.int64_list
-        p_len = payload[1]
-        p_var = _column_varints(p_len)
-        packed_len = 1 + p_var[1] + p_len                    # List{1: packed values}
-        k_var = _column_varints(packed_len)
-        feature_len = 1 + k_var[1] + packed_len              # Feature{kind: List}
-        f_var = _column_varints(feature_len)
+        p_len = _byte_count(payload)
+        p_var = _length_varints(p_len)
+        packed_len = 1 + _byte_count(p_var) + p_len               # List{1: packed values}
+        k_var = _length_varints(packed_len)
+        feature_len = 1 + _byte_count(k_var) + packed_len         # Feature{kind: List}
+        f_var = _length_varints(feature_len)
         key = _varint(len(name)) + name.encode()
-        entry_len = 1 + len(key) + 1 + f_var[1] + feature_len  # entry{1: key, 2: Feature}
-        e_var = _column_varints(entry_len)
+        entry_len = 1 + len(key) + 1 + _byte_count(f_var) + feature_len  # entry{1: key, 2: Feature}
+        e_var = _length_varints(entry_len)
         body_parts += [_const(b"\x0a", n), e_var, _const(b"\x0a" + key + b"\x12", n), f_var,
                        _const(kind, n), k_var, _const(b"\x0a", n), p_var, payload]
-        body_len += 1 + e_var[1] + entry_len
-    components = [_const(b"\x0a", n), _column_varints(body_len)] + body_parts
-    flat, counts = _interleave(components, n)
-    data = flat.tobytes()
+        body_len += 1 + _byte_count(e_var) + entry_len
+    parts = [_const(b"\x0a", n), _length_varints(body_len)] + body_parts
+    data = np.concatenate([d for d, _ in parts], axis=1)
+    if all(valid is None for _, valid in parts):
+        flat, counts = data.reshape(-1), np.full(n, data.shape[1], np.int64)
+    else:
+        valid = np.concatenate([np.ones(d.shape, bool) if v is None else v
+                                for d, v in parts], axis=1)
+        flat, counts = data[valid], valid.sum(axis=1)
+    buffer = flat.tobytes()
     ends = np.cumsum(counts).tolist()
-    starts = [0] + ends[:-1]
-    return [data[a:b] for a, b in zip(starts, ends)]
+    return [buffer[a:b] for a, b in zip([0] + ends[:-1], ends)]

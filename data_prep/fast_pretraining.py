@@ -364,11 +364,12 @@ def run_job(job, report=None):
 
 
 def _tokenize_flat(tokenizer, lines, tf, batch=16384):
-    """Lines (bytes; blank ones give empty rows) -> (flat ids, row splits), in C++."""
+    """Lines (valid UTF-8 bytes from `corpus.clean_line`; blank ones give empty rows) ->
+    (flat ids, row splits), in C++."""
     values, splits = [], [np.zeros(1, np.int64)]
     offset = 0
     for start in range(0, len(lines), batch):
-        ragged = tokenizer.tokenize(tf.constant(lines[start:start + batch]))
+        ragged = tokenizer.tokenize(tf.constant(lines[start:start + batch]), valid_utf8=True)
         v = ragged.flat_values.numpy()
         values.append(v)
         splits.append(ragged.row_splits.numpy()[1:] + offset)
@@ -381,7 +382,7 @@ def _tokenize_flat(tokenizer, lines, tf, batch=16384):
 def _tokenize(tokenizer, texts, tf, batch=8192):
     out = []
     for start in range(0, len(texts), batch):
-        ragged = tokenizer.tokenize(tf.constant(texts[start:start + batch]))
+        ragged = tokenizer.tokenize(tf.constant(texts[start:start + batch]), valid_utf8=True)
         values = ragged.flat_values.numpy().tolist()
         splits = ragged.row_splits.numpy().tolist()
         out.extend(values[a:b] for a, b in zip(splits[:-1], splits[1:]))

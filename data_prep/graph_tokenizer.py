@@ -85,7 +85,7 @@ def _cached(kind, compute):
 
 @functools.lru_cache(maxsize=1)
 def _character_classes():
-    return _cached("character-classes", _compute_character_classes)
+    return _cached("character-classes-v2", _compute_character_classes)
 
 
 def _compute_character_classes():
@@ -113,7 +113,8 @@ def _compute_character_classes():
     return {
         "drop": _re2_class(drop),
         "whitespace": _re2_class(whitespace),
-        "split": _re2_class([0x20] + splits),
+        # Words are split on both (cleaning's " " for whitespace is then unnecessary).
+        "split": _re2_class(sorted(whitespace + splits)),
         "punctuation": _re2_class(punctuation),
         "marks": _re2_class(marks),
         "cjk": cjk,
@@ -198,18 +199,21 @@ class GraphTokenizer(tf.Module):
 
         if self._lower_fixes:
             needs = tf.reduce_any(tf.strings.regex_full_match(
-                texts, ".*" + self._lower_fix_any + ".*"))
+                texts, "(?s).*" + self._lower_fix_any + ".*"))  # (?s): texts may hold newlines
             texts = tf.cond(needs, lambda: patch(texts), lambda: texts)
         return tf.strings.lower(texts, encoding="utf-8")
 
-    def basic_tokenize(self, texts):
-        """tf.string [batch] -> ragged tf.string [batch, (words)], as `BasicTokenizer`."""
+    def basic_tokenize(self, texts, valid_utf8=False):
+        """tf.string [batch] -> ragged tf.string [batch, (words)], as `BasicTokenizer`.
+
+        `valid_utf8=True` skips dropping invalid UTF-8 bytes, for callers that have already
+        checked their input."""
         c = self._classes
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        # Invalid UTF-8 bytes are dropped, as Python's decode(errors="ignore").
-        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
+        if not valid_utf8:
+            # Invalid UTF-8 bytes are dropped, as Python's decode(errors="ignore").
+            texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
         texts = tf.strings.regex_replace(texts, c["drop"], "")
-        texts = tf.strings.regex_replace(texts, c["whitespace"], " ")
         texts = tf.strings.regex_replace(texts, c["cjk"], r" \0 ")
         if self.do_lower_case:
             texts = self._lower(texts)
@@ -218,11 +222,12 @@ class GraphTokenizer(tf.Module):
         return tf_text.regex_split(texts, c["split"] + "|" + c["punctuation"],
                                    c["punctuation"])
 
-    def tokenize(self, texts):
-        """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids."""
+    def tokenize(self, texts, valid_utf8=False):
+        """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids (see
+        `basic_tokenize` for `valid_utf8`)."""
         if self._wordpiece is None:
             raise ValueError("This GraphTokenizer has no vocabulary; pass vocab_file.")
-        words = self.basic_tokenize(texts)
+        words = self.basic_tokenize(texts, valid_utf8)
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > \
             tokenization.MAX_INPUT_CHARS_PER_WORD
         words = words.with_flat_values(
