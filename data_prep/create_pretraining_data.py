@@ -193,6 +193,16 @@ def main(_):
     print(summary, file=sys.stderr)
 
 
+def _main_then_exit(argv):
+    main(argv)
+    # Every output file is written and closed: skip the interpreter's teardown of
+    # TensorFlow (about half a second) by exiting at once.
+    logging.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    app.run(main)
+    app.run(_main_then_exit)

@@ -1,22 +1,28 @@
 """Vectorised `tf.train.Example` encoding for pre-training instances.
 
-Pipeline position: the last step of `--mode=fast` in create_pretraining_data (instances ->
-TFRecord bytes). Building one protobuf object per instance costs more than everything else
-the fast mode does; here a whole batch is encoded with NumPy (varints for all values at
-once) and the bytes are identical to `tf.train.Example.SerializeToString(deterministic=True)`
-(features in sorted key order), which a test checks.
+Pipeline position: the last step of create_pretraining_data (instances -> TFRecord bytes),
+in both modes. Building one protobuf object per instance costs more than everything else
+the fast mode does; here a whole batch is encoded with NumPy.
 
-Wire format used (protobuf): Example{1: Features{1: map entry{1: key, 2: Feature{
+Wire format written (protobuf): Example{1: Features{1: map entry{1: key, 2: Feature{
 2: FloatList{1: packed float32} | 3: Int64List{1: packed varint}}}}}.
+
+Every part of a record (tags and keys, length varints, packed values) is a block of
+columns of a [N, W] byte matrix, with a mask of the bytes in use where the varints make
+the width vary from row to row. The map entries are written in a fixed order that puts
+the features of the same width in every row first (`_ORDER`), so that a record is one
+slice of the fixed-width bytes and one of the compacted variable bytes. Protobuf parsers
+accept map entries in any order (the original script's own files have them in hash
+order); a test checks that TensorFlow parses every record to the values given.
 """
+
+import functools
 
 import numpy as np
 
-# Deterministic serialisation writes map entries in sorted key order.
-_INT_FEATURES = ("input_ids", "input_mask", "masked_lm_ids", "masked_lm_positions",
-                 "next_sentence_labels", "segment_ids")
-_ORDER = ("input_ids", "input_mask", "masked_lm_ids", "masked_lm_positions",
-          "masked_lm_weights", "next_sentence_labels", "segment_ids")
+# Same width in every row first, then the two id features whose varints vary.
+_ORDER = ("input_mask", "segment_ids", "masked_lm_positions", "masked_lm_weights",
+          "next_sentence_labels", "masked_lm_ids", "input_ids")
 
 
 def _varint(n):
@@ -31,9 +37,24 @@ def _varint(n):
             return bytes(out)
 
 
+_TABLE_LIMIT = 1 << 21  # values below this are looked up (3 varint bytes at most)
+
+
+@functools.lru_cache(maxsize=4)
+def _varint_table(size):
+    """For 0..size-1 (size <= 2^21): varint bytes [size, 3], which of them are used
+    [size, 3] and how many [size]."""
+    v = np.arange(size, dtype=np.int64)
+    nbytes = (1 + (v >= 1 << 7) + (v >= 1 << 14)).astype(np.int8)
+    table = np.empty((size, 3), np.uint8)
+    for k in range(3):
+        table[:, k] = ((v >> (7 * k)) & 0x7F) | ((nbytes > k + 1) << 7)
+    return table, np.arange(3, dtype=np.int8) < nbytes[:, None], nbytes
+
+
 def _varint_rows(values):
-    """Non-negative int matrix [N, L] (< 2^35) -> (bytes [N, W] uint8, valid [N, W] bool or
-    None when every byte is used): row i's encoding is bytes[i][valid[i]]."""
+    """Non-negative int matrix [N, L] (< 2^35) -> (bytes [N, W] uint8, valid [N, W] bool,
+    or None when every row uses all W bytes): row i's encoding is bytes[i][valid[i]]."""
     v = np.asarray(values)
     n, width = v.shape
     top = int(v.max()) if v.size else 0
@@ -41,16 +62,26 @@ def _varint_rows(values):
         raise ValueError("negative values are not supported")
     if top < 0x80:  # one byte per value: masks, segments, positions, labels, small ids
         return v.astype(np.uint8), None
-    v = v.astype(np.int64)
-    groups = max(1, (top.bit_length() + 6) // 7)
-    nbytes = np.ones(v.shape, np.int8)
-    for k in range(1, groups):
-        nbytes += v >= (1 << (7 * k))
-    out = np.empty(v.shape + (groups,), np.uint8)
-    for k in range(groups):
-        byte = (v >> (7 * k)) & 0x7F
-        out[..., k] = byte | ((nbytes > k + 1) << 7)
-    valid = np.arange(groups, dtype=np.int8)[None, None, :] < nbytes[..., None]
+    if top < _TABLE_LIMIT:  # table sizes are powers of two, so a few tables serve all
+        table, table_valid, table_nbytes = _varint_table(max(1 << 15, 1 << top.bit_length()))
+        nbytes = np.take(table_nbytes, v)
+        if nbytes.min() != nbytes.max():
+            return (np.take(table, v, axis=0).reshape(n, width * 3),
+                    np.take(table_valid, v, axis=0).reshape(n, width * 3))
+        out, groups = np.take(table, v, axis=0), 3
+    else:
+        v = v.astype(np.int64)
+        groups = (top.bit_length() + 6) // 7
+        nbytes = np.ones(v.shape, np.int8)
+        for k in range(1, groups):
+            nbytes += v >= (1 << (7 * k))
+        out = np.empty(v.shape + (groups,), np.uint8)
+        for k in range(groups):
+            out[..., k] = ((v >> (7 * k)) & 0x7F) | ((nbytes > k + 1) << 7)
+    if nbytes.min() == nbytes.max():  # every value takes the same number of bytes
+        used = int(nbytes.flat[0]) if nbytes.size else 0
+        return np.ascontiguousarray(out[..., :used]).reshape(n, width * used), None
+    valid = np.arange(groups, dtype=np.int8) < nbytes[..., None]
     return out.reshape(n, width * groups), valid.reshape(n, width * groups)
 
 
@@ -69,12 +100,39 @@ def _const(data, n):
     return np.broadcast_to(np.frombuffer(data, np.uint8), (n, len(data))), None
 
 
+def _feature_entry(name, values, n):
+    """The parts of one map entry (key `name`, the row's values), and its byte counts."""
+    if name == "masked_lm_weights":
+        weights = np.ascontiguousarray(np.asarray(values, "<f4"))
+        payload = (weights.view(np.uint8).reshape(n, -1), None)
+        kind = b"\x12"  # Feature.float_list
+    else:
+        payload = _varint_rows(np.asarray(values))
+        kind = b"\x1a"  # Feature.int64_list
+    p_len = _byte_count(payload)
+    p_var = _length_varints(p_len)
+    packed_len = 1 + _byte_count(p_var) + p_len                # List{1: packed values}
+    k_var = _length_varints(packed_len)
+    feature_len = 1 + _byte_count(k_var) + packed_len          # Feature{kind: List}
+    f_var = _length_varints(feature_len)
+    key = _varint(len(name)) + name.encode()
+    entry_len = 1 + len(key) + 1 + _byte_count(f_var) + feature_len  # {1: key, 2: Feature}
+    e_var = _length_varints(entry_len)
+    parts = [_const(b"\x0a", n), e_var, _const(b"\x0a" + key + b"\x12", n), f_var,
+             _const(kind, n), k_var, _const(b"\x0a", n), p_var, payload]
+    return parts, 1 + _byte_count(e_var) + entry_len
+
+
+def _runs(parts):
+    """[(True, the parts before the first whose width varies between rows), (False, the
+    rest)], without empty runs."""
+    first = next((i for i, (_, valid) in enumerate(parts) if valid is not None), len(parts))
+    return [(fixed, run) for fixed, run in ((True, parts[:first]), (False, parts[first:]))
+            if run]
+
+
 def encode_batch(features):
     """Serialises a batch of examples.
-
-    Every part of a record (constant tags and keys, length varints, packed values) is laid
-    out at a fixed column of one [N, W] byte matrix with a mask of the bytes in use, so
-    that the records are produced by a single masked copy.
 
     Args:
         features: dict name -> 2-D array [N, L]: int arrays for the int64 features,
@@ -84,35 +142,27 @@ def encode_batch(features):
         list of N `bytes`, each a serialized `tf.train.Example`.
     """
     n = len(features["input_ids"])
-    body_parts, body_len = [], np.zeros(n, np.int64)
-    for name in _ORDER:
-        if name == "masked_lm_weights":
-            weights = np.ascontiguousarray(np.asarray(features[name], "<f4"))
-            payload = (weights.view(np.uint8).reshape(n, -1), None)
-            kind = b"\x12"  # Feature.float_list
+    names = [k for k in _ORDER if k in features] + sorted(set(features) - set(_ORDER))
+    body, body_len = [], np.zeros(n, np.int64)
+    for name in names:
+        parts, length = _feature_entry(name, features[name], n)
+        body += parts
+        body_len += length
+    parts = [_const(b"\x0a", n), _length_varints(body_len)] + body
+    # Each run of parts becomes a bytes buffer and the start of each row in it.
+    slices = []
+    for fixed, run in _runs(parts):
+        data = np.concatenate([d for d, _ in run], axis=1)
+        if fixed:
+            starts = np.arange(n + 1) * data.shape[1]
+            flat = data.reshape(-1)
         else:
-            payload = _varint_rows(np.asarray(features[name]))
-            kind = b"\x1a"  # Feature.int64_list
-        p_len = _byte_count(payload)
-        p_var = _length_varints(p_len)
-        packed_len = 1 + _byte_count(p_var) + p_len               # List{1: packed values}
-        k_var = _length_varints(packed_len)
-        feature_len = 1 + _byte_count(k_var) + packed_len         # Feature{kind: List}
-        f_var = _length_varints(feature_len)
-        key = _varint(len(name)) + name.encode()
-        entry_len = 1 + len(key) + 1 + _byte_count(f_var) + feature_len  # entry{1: key, 2: Feature}
-        e_var = _length_varints(entry_len)
-        body_parts += [_const(b"\x0a", n), e_var, _const(b"\x0a" + key + b"\x12", n), f_var,
-                       _const(kind, n), k_var, _const(b"\x0a", n), p_var, payload]
-        body_len += 1 + _byte_count(e_var) + entry_len
-    parts = [_const(b"\x0a", n), _length_varints(body_len)] + body_parts
-    data = np.concatenate([d for d, _ in parts], axis=1)
-    if all(valid is None for _, valid in parts):
-        flat, counts = data.reshape(-1), np.full(n, data.shape[1], np.int64)
-    else:
-        valid = np.concatenate([np.ones(d.shape, bool) if v is None else v
-                                for d, v in parts], axis=1)
-        flat, counts = data[valid], valid.sum(axis=1)
-    buffer = flat.tobytes()
-    ends = np.cumsum(counts).tolist()
-    return [buffer[a:b] for a, b in zip([0] + ends[:-1], ends)]
+            valid = np.concatenate([np.ones(d.shape, bool) if v is None else v
+                                    for d, v in run], axis=1)
+            starts = np.concatenate([[0], np.cumsum(valid.sum(axis=1))])
+            flat = data[valid]
+        buffer, ends = flat.tobytes(), starts.tolist()
+        slices.append([buffer[a:b] for a, b in zip(ends[:-1], ends[1:])])
+    if len(slices) == 1:
+        return slices[0]
+    return [b"".join(row) for row in zip(*slices)]

@@ -13,8 +13,8 @@ How it differs from `--mode=original` (which reproduces the original's output ex
     the result is deterministic for a given seed, input and worker count, and pieces can
     be processed in any process or on any machine (`num_shards`/`shard_index`);
   * masking (without whole-word masking) is done for all instances of a piece at once in
-    NumPy: candidates shuffled by random keys, the first `num_to_predict` taken, and one
-    uniform draw per position deciding [MASK] (80%) / keep (10%) / random token (10%);
+    NumPy: the `num_to_predict` candidates with the smallest random keys are taken, and
+    one uniform draw per position decides [MASK] (80%) / keep (10%) / random token (10%);
   * output files are divided among worker processes, each writing its own.
 """
 
@@ -120,8 +120,11 @@ def chunk_spans(tokens, params, dupe_factor, rng):
     (a_lo, a_hi, b_lo, b_hi, is_random_next) of spans of `tokens.flat`, before truncation.
 
     Same rules as `pretraining_instances.create_instances_from_document` (target length
-    drawn per document and pass, split point, 50% random next from another document with
-    unused segments put back), with this piece's own random stream `rng`.
+    drawn per document and pass, chunks of whole segments reaching the target, split point,
+    50% random next from another document with unused segments put back), with this
+    piece's own random stream `rng`. A document's segments are contiguous in `flat`, so a
+    chunk's end is found by bisection on the segment ends rather than segment by segment,
+    and integers are drawn as floor(uniform * range).
     """
     max_num_tokens = params.max_seq_length - 3
     seg_start, seg_end = tokens.seg_start.tolist(), tokens.seg_end.tolist()
@@ -129,45 +132,47 @@ def chunk_spans(tokens, params, dupe_factor, rng):
     num_docs = len(doc_first)
     order = list(range(num_docs))
     rng.shuffle(order)
+    uniform, bisect_left = rng.random, bisect.bisect_left
+    short_prob = params.short_seq_prob
     a_lo, a_hi, b_lo, b_hi, rand = [], [], [], [], []
     for _ in range(dupe_factor):
         for d in order:
             first, n = doc_first[d], doc_count[d]
+            last = first + n - 1
             target = max_num_tokens
-            if rng.random() < params.short_seq_prob:
-                target = rng.randint(2, max_num_tokens)
-            i, chunk_n, length = 0, 0, 0
-            while i < n:
-                chunk_n += 1
-                length += seg_end[first + i] - seg_start[first + i]
-                if i == n - 1 or length >= target:
-                    c0 = first + i - chunk_n + 1
-                    a_end = rng.randint(1, chunk_n - 1) if chunk_n >= 2 else 1
-                    lo, hi = seg_start[c0], seg_end[c0 + a_end - 1]
-                    if chunk_n == 1 or rng.random() < 0.5:
-                        for _ in range(10):
-                            r = rng.randint(0, num_docs - 1)
-                            if r != d:
-                                break
-                        r_first, r_n = doc_first[r], doc_count[r]
-                        start_seg = r_first + rng.randint(0, r_n - 1)
-                        want = seg_start[start_seg] + target - (hi - lo)
-                        # First segment from start_seg whose end reaches the target B
-                        # length (at least one segment; at most the document's end).
-                        j = bisect.bisect_left(seg_end, want, start_seg, r_first + r_n)
-                        j = min(j, r_first + r_n - 1)
-                        b_lo.append(seg_start[start_seg])
-                        b_hi.append(seg_end[j])
-                        rand.append(True)
-                        i -= chunk_n - a_end  # put the unused segments back
-                    else:
-                        b_lo.append(seg_start[c0 + a_end])
-                        b_hi.append(seg_end[first + i])
-                        rand.append(False)
-                    a_lo.append(lo)
-                    a_hi.append(hi)
-                    chunk_n, length = 0, 0
-                i += 1
+            if uniform() < short_prob:
+                target = 2 + int(uniform() * (max_num_tokens - 1))  # randint(2, max)
+            c0 = first
+            while c0 <= last:
+                # The chunk: segments c0..i, the first whose end reaches the target, or
+                # the document's last.
+                i = min(bisect_left(seg_end, seg_start[c0] + target, c0, last + 1), last)
+                chunk_n = i - c0 + 1
+                a_end = 1 + int(uniform() * (chunk_n - 1)) if chunk_n >= 2 else 1
+                lo, hi = seg_start[c0], seg_end[c0 + a_end - 1]
+                if chunk_n == 1 or uniform() < 0.5:
+                    for _ in range(10):
+                        r = int(uniform() * num_docs)
+                        if r != d:
+                            break
+                    r_first, r_n = doc_first[r], doc_count[r]
+                    start_seg = r_first + int(uniform() * r_n)
+                    want = seg_start[start_seg] + target - (hi - lo)
+                    # First segment from start_seg whose end reaches the target B
+                    # length (at least one segment; at most the document's end).
+                    j = min(bisect_left(seg_end, want, start_seg, r_first + r_n),
+                            r_first + r_n - 1)
+                    b_lo.append(seg_start[start_seg])
+                    b_hi.append(seg_end[j])
+                    rand.append(True)
+                    c0 += a_end  # the unused segments are put back
+                else:
+                    b_lo.append(seg_start[c0 + a_end])
+                    b_hi.append(seg_end[i])
+                    rand.append(False)
+                    c0 = i + 1
+                a_lo.append(lo)
+                a_hi.append(hi)
     return tuple(np.asarray(x, np.int64) for x in (a_lo, a_hi, b_lo, b_hi)) + \
         (np.asarray(rand, bool),)
 
@@ -190,55 +195,67 @@ def truncate_spans(a_lo, a_hi, b_lo, b_hi, max_num_tokens, rng):
 def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
     """[CLS] A [SEP] B [SEP] rows, zero-padded to `width`: (input_ids, segment_ids,
     lengths)."""
-    j = np.arange(width)[None, :]
-    la_, lb_ = la[:, None], lb[:, None]
-    in_a = (j >= 1) & (j <= la_)
-    in_b = (j >= la_ + 2) & (j <= la_ + lb_ + 1)
-    src = np.where(in_a, a_lo[:, None] + j - 1, np.where(in_b, b_lo[:, None] + j - la_ - 2, 0))
-    ids = np.where(in_a | in_b, flat[src], 0).astype(np.int64)
-    ids[:, 0] = vocab_info.cls_id
+    j = np.arange(width, dtype=np.int32)[None, :]
+    la_ = la.astype(np.int32)[:, None]
+    last = la_ + lb.astype(np.int32)[:, None] + 2  # column of the final [SEP]
+    # Column j of A is flat[a_lo + j - 1]; of B, flat[b_lo + j - la - 2].
+    src = np.where(j <= la_, (a_lo.astype(np.int32) - 1)[:, None],
+                   (b_lo.astype(np.int32) - 2)[:, None] - la_)
+    src += j
+    outside = (j >= last) | (j == la_ + 1) | (j == 0)
+    np.copyto(src, 0, where=outside)
+    ids = flat[src].astype(np.int64)
+    np.copyto(ids, 0, where=outside)
     rows = np.arange(len(la))
+    ids[:, 0] = vocab_info.cls_id
     ids[rows, la + 1] = vocab_info.sep_id
     ids[rows, la + lb + 2] = vocab_info.sep_id
-    lengths = la + lb + 3
-    segment_ids = ((j >= la_ + 2) & (j < lengths[:, None])).astype(np.int64)
-    return ids, segment_ids, lengths
+    segment_ids = ((j > la_ + 1) & (j <= last)).astype(np.int64)
+    return ids, segment_ids, la + lb + 3
 
 
-def mask_matrix(ids, lengths, vocab_info, params, rng):
-    """Masks rows of `ids` in place (without whole-word masking): candidates are shuffled by
-    random keys and the first `num_to_predict` taken; one uniform draw per position picks
-    [MASK] (80%), the original (10%) or a random vocabulary entry (10%).
+def mask_matrix(ids, lengths, vocab_info, params, rng, word_ids=None):
+    """Masks rows of `ids` in place (without whole-word masking): each row's
+    `num_to_predict` positions are those of its candidates with the smallest random keys
+    (a uniform random subset); one uniform draw per position picks [MASK] (80%), the
+    original (10%) or a random vocabulary entry (10%).
 
     Returns:
         (positions [N, max_predictions] sorted and zero-padded, original ids there,
         number of predictions per row).
     """
     n, width = ids.shape
-    real = np.arange(width)[None, :] < lengths[:, None]
-    candidate = real & (ids != vocab_info.cls_id) & (ids != vocab_info.sep_id)
-    # Python 3's round (ties to even) is numpy's.
-    budget = np.minimum(params.max_predictions_per_seq,
-                        np.maximum(1, np.round(lengths * params.masked_lm_prob).astype(int)))
-    budget = np.minimum(budget, candidate.sum(axis=1))
-    keys = rng.random((n, width))
-    keys[~candidate] = 2.0  # non-candidates sort last
     k = params.max_predictions_per_seq
-    order = np.argsort(keys, axis=1, kind="stable")[:, :k]
-    if order.shape[1] < k:
-        order = np.pad(order, ((0, 0), (0, k - order.shape[1])))
+    candidate = np.arange(width)[None, :] < lengths[:, None]
+    candidate &= ids != vocab_info.cls_id
+    candidate &= ids != vocab_info.sep_id
+    # Python 3's round (ties to even) is numpy's.
+    budget = np.minimum(k, np.maximum(1, np.round(lengths * params.masked_lm_prob)
+                                      .astype(np.int64)))
+    budget = np.minimum(budget, candidate.sum(axis=1))
+    keys = rng.random((n, width), dtype=np.float32)
+    np.copyto(keys, np.float32(2.0), where=~candidate)  # non-candidates come last
+    if k < width:  # the k smallest keys of each row, then in key order
+        chosen = np.argpartition(keys, k - 1, axis=1)[:, :k]
+    else:
+        chosen = np.broadcast_to(np.arange(width), (n, width))
+    chosen = np.take_along_axis(
+        chosen, np.argsort(np.take_along_axis(keys, chosen, axis=1), axis=1), axis=1)
+    if chosen.shape[1] < k:
+        chosen = np.pad(chosen, ((0, 0), (0, k - chosen.shape[1])))
     valid = np.arange(k)[None, :] < budget[:, None]
     # Sorted, the chosen positions stay in the first budget[i] columns (padding is larger).
-    positions = np.sort(np.where(valid, order, width + 1), axis=1)
+    positions = np.sort(np.where(valid, chosen, width + 1), axis=1)
     safe = np.where(valid, positions, 0)
     rows = np.arange(n)[:, None]
     originals = ids[rows, safe]
-    coin = rng.random((n, k))
-    word_ids = np.asarray(vocab_info.word_ids)
+    coin = rng.random((n, k), dtype=np.float32)
+    if word_ids is None:
+        word_ids = np.asarray(vocab_info.word_ids)
     random_tokens = word_ids[rng.integers(0, len(word_ids), (n, k))]
     replaced = np.where(coin < 0.8, vocab_info.mask_id,
                         np.where(coin < 0.9, originals, random_tokens))
-    ids[rows, safe] = np.where(valid, replaced, ids[rows, safe])
+    ids[rows, safe] = np.where(valid, replaced, originals)
     return np.where(valid, positions, 0), np.where(valid, originals, 0), budget
 
 
@@ -280,6 +297,7 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
     a_lo, la, b_lo, lb = truncate_spans(a_lo, a_hi, b_lo, b_hi, params.max_seq_length - 3,
                                         np_rng)
     out = []
+    word_ids = np.asarray(vocab_info.word_ids)
     for start in range(0, len(a_lo), batch_size):
         sl = slice(start, start + batch_size)
         ids, segments, lengths = build_matrix(tokens.flat, a_lo[sl], la[sl], b_lo[sl],
@@ -289,7 +307,7 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
                 ids, lengths, vocab_info, params, py_rng)
         else:
             positions, originals, budget = mask_matrix(ids, lengths, vocab_info, params,
-                                                       np_rng)
+                                                       np_rng, word_ids)
         width = params.max_seq_length
         k = params.max_predictions_per_seq
         out.extend(encode_batch({
@@ -399,6 +417,12 @@ def _worker_main(job, queue):
         queue.put(("done", totals))
     except BaseException as e:  # reported to the parent, which fails the run
         queue.put(("error", f"{type(e).__name__}: {e}"))
+        return
+    # The worker's files are closed and its report sent: skip TensorFlow's teardown
+    # (about half a second), which the parent would otherwise wait for.
+    queue.close()
+    queue.join_thread()
+    os._exit(0)
 
 
 def split_jobs(pieces, output_files, num_workers, **job_kwargs):

@@ -9,7 +9,7 @@ tensorflow-text's own `BertTokenizer` does not match the original exactly (its l
 is NFKC case folding, so "ﬁ" -> "fi" and "ß" -> "ss"; it keeps control characters; its
 200-character limit counts bytes), so the steps are composed here from core ops:
   clean (regex) -> CJK spacing (regex) -> [lower (ICU full mapping, as Python's str.lower)
-  -> NFD -> drop Mn] -> split on whitespace, keeping punctuation -> words over 200
+  -> NFD -> drop Mn] -> space out punctuation (regex) -> split on whitespace -> words over 200
   characters become "[UNK]" -> tensorflow-text WordPiece (greedy longest match, "##").
 
 Character classes (control, whitespace, punctuation, combining marks) are built from
@@ -85,7 +85,7 @@ def _cached(kind, compute):
 
 @functools.lru_cache(maxsize=1)
 def _character_classes():
-    return _cached("character-classes-v2", _compute_character_classes)
+    return _cached("character-classes-v3", _compute_character_classes)
 
 
 def _compute_character_classes():
@@ -117,6 +117,7 @@ def _compute_character_classes():
         "split": _re2_class(sorted(whitespace + splits)),
         "punctuation": _re2_class(punctuation),
         "marks": _re2_class(marks),
+        "other_spaces": _re2_class(sorted(set(whitespace + splits) - set(b" \t\n\r\v\f"))),
         "cjk": cjk,
     }
 
@@ -219,8 +220,12 @@ class GraphTokenizer(tf.Module):
             texts = self._lower(texts)
             texts = tf_text.normalize_utf8(texts, "NFD")
             texts = tf.strings.regex_replace(texts, c["marks"], "")
-        return tf_text.regex_split(texts, c["split"] + "|" + c["punctuation"],
-                                   c["punctuation"])
+        # Rare spaces become " " and punctuation a word of its own; then the whitespace
+        # tokenizer splits on the ASCII spaces. Twice as fast as one regex_split keeping
+        # the punctuation (few matches for the first replacement in most text).
+        texts = tf.strings.regex_replace(texts, c["other_spaces"], " ")
+        texts = tf.strings.regex_replace(texts, c["punctuation"], r" \0 ")
+        return tf_text.WhitespaceTokenizer().tokenize(texts)
 
     def tokenize(self, texts, valid_utf8=False):
         """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids (see

@@ -62,7 +62,7 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
 
 
 def serialize_instances(instances, max_seq_length, max_predictions_per_seq):
-    """Many `TrainingInstance`s -> serialized examples, byte-identical to
+    """Many `TrainingInstance`s -> serialized examples, the same examples as
     `serialize_instance` but encoded in one vectorised pass (`example_encoder`)."""
     import numpy as np
 
