@@ -77,7 +77,8 @@ def build_vocab(corpus, workdir):
 
 
 def original_script(workdir):
-    """(python path entry or None, module) for Google's create_pretraining_data.py."""
+    """The PYTHONPATH entry that makes Google's `bert` package importable (None when it
+    is installed already)."""
     try:
         import bert.create_pretraining_data  # noqa: F401  (installed: test requirement)
         return None
@@ -118,6 +119,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", default=os.path.join(ROOT, "..", "shared", "data"))
     parser.add_argument("--target_mb", type=float, default=10.0)
+    parser.add_argument("--scaling_mb", type=float, default=40.0,
+                        help="Also time --mode=fast with 1 and 2 workers on a corpus of "
+                             "this size (0: skip), where start-up weighs less.")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         corpus, copies = build_corpus(opts.shared_dir, workdir, opts.target_mb)
@@ -160,6 +164,25 @@ def main():
         for index in (1, 2):
             print(f"{rows[index][0]}: same instances as the original script: "
                   f"{same_instances(written[0], written[index])}")
+        if opts.scaling_mb:
+            big = os.path.join(workdir, "big.txt")
+            text = open(corpus, encoding="utf-8").read()
+            with open(big, "w", encoding="utf-8") as f:
+                f.write(text * max(1, round(opts.scaling_mb / size)))
+            print(f"\n{os.path.getsize(big) / 2 ** 20:.0f} MB corpus, --mode=fast:\n")
+            print("| workers | instances | seconds | CPU seconds | instances/s | per core |")
+            print("|---|---|---|---|---|---|")
+            rates = []
+            for workers in (1, 2):
+                outputs = [os.path.join(workdir, f"big-{i}.tfrecord") for i in range(2)]
+                elapsed, cpu, log = run(ours + [f"--input_file={big}"] + flags_[1:] + [
+                    f"--output_file={','.join(outputs)}", f"--num_workers={workers}"])
+                instances = int(re.search(r"Wrote ([\d,]+) instances", log).group(1)
+                                .replace(",", ""))
+                rates.append(instances / elapsed)
+                print(f"| {workers} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
+                      f"{instances / elapsed:,.0f} | {instances / elapsed / workers:,.0f} |")
+            print(f"\nScaling 1 -> 2 workers: {rates[1] / rates[0]:.2f}x instances/s.")
 
 
 if __name__ == "__main__":

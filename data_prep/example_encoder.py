@@ -109,13 +109,22 @@ def _feature_entry(name, values, n):
     else:
         payload = _varint_rows(np.asarray(values))
         kind = b"\x1a"  # Feature.int64_list
+    key = _varint(len(name)) + name.encode()
+    if payload[1] is None:  # the same width in every row: one constant header
+        p_len = payload[0].shape[1]
+        packed_len = 1 + len(_varint(p_len)) + p_len
+        feature_len = 1 + len(_varint(packed_len)) + packed_len
+        entry_len = 1 + len(key) + 1 + len(_varint(feature_len)) + feature_len
+        header = (b"\x0a" + _varint(entry_len) + b"\x0a" + key + b"\x12" +
+                  _varint(feature_len) + kind + _varint(packed_len) + b"\x0a" + _varint(p_len))
+        return [_const(header, n), payload], np.full(n, 1 + len(_varint(entry_len)) +
+                                                     entry_len, np.int64)
     p_len = _byte_count(payload)
     p_var = _length_varints(p_len)
     packed_len = 1 + _byte_count(p_var) + p_len                # List{1: packed values}
     k_var = _length_varints(packed_len)
     feature_len = 1 + _byte_count(k_var) + packed_len          # Feature{kind: List}
     f_var = _length_varints(feature_len)
-    key = _varint(len(name)) + name.encode()
     entry_len = 1 + len(key) + 1 + _byte_count(f_var) + feature_len  # {1: key, 2: Feature}
     e_var = _length_varints(entry_len)
     parts = [_const(b"\x0a", n), e_var, _const(b"\x0a" + key + b"\x12", n), f_var,

@@ -25,6 +25,8 @@ Instance layout (segment B is the true continuation, or a random one with label 
 """
 
 import dataclasses
+import itertools
+import random
 
 
 @dataclasses.dataclass
@@ -83,9 +85,46 @@ class InstanceParams:
     do_whole_word_mask: bool = False
 
 
+class ExactDraws:
+    """`random`, `randint` and `shuffle` of a `random.Random`, drawing exactly what its own
+    methods draw (same values, same state afterwards), with less interpreter overhead:
+    CPython's `randint(a, b)` is `a + _randbelow(b - a + 1)` and `shuffle` swaps x[i] with
+    x[_randbelow(i + 1)] for i from the end, where `_randbelow(n)` draws
+    `getrandbits(n.bit_length())` until the value is below n. A test checks the equality on
+    this Python; for a subclass of `random.Random` the object's own methods are used."""
+
+    def __init__(self, rng):
+        self.random = rng.random
+        if type(rng) is not random.Random:
+            self.randint, self.shuffle = rng.randint, rng.shuffle
+            return
+        getrandbits = rng.getrandbits
+
+        def randint(a, b):
+            n = b - a + 1
+            if n <= 0:
+                raise ValueError(f"empty range for randint({a}, {b})")
+            k = n.bit_length()
+            r = getrandbits(k)
+            while r >= n:
+                r = getrandbits(k)
+            return a + r
+
+        def shuffle(x):
+            for i in range(len(x) - 1, 0, -1):
+                k = (i + 1).bit_length()
+                r = getrandbits(k)
+                while r > i:
+                    r = getrandbits(k)
+                x[i], x[r] = x[r], x[i]
+
+        self.randint, self.shuffle = randint, shuffle
+
+
 def create_training_instances(documents, vocab_info, params, dupe_factor, rng):
     """All instances of a corpus, shuffled (the original's `create_training_instances`
     after reading). `documents` is shuffled in place, as the original does."""
+    rng = rng if isinstance(rng, ExactDraws) else ExactDraws(rng)
     rng.shuffle(documents)
     instances = []
     for _ in range(dupe_factor):
@@ -122,7 +161,7 @@ def create_instances_from_document(documents, document_index, vocab_info, params
                 a_end = 1
                 if len(current_chunk) >= 2:
                     a_end = rng.randint(1, len(current_chunk) - 1)
-                tokens_a = [t for seg in current_chunk[:a_end] for t in seg]
+                tokens_a = list(itertools.chain.from_iterable(current_chunk[:a_end]))
                 tokens_b = []
                 if len(current_chunk) == 1 or rng.random() < 0.5:
                     is_random_next = True
@@ -143,7 +182,7 @@ def create_instances_from_document(documents, document_index, vocab_info, params
                     i -= len(current_chunk) - a_end
                 else:
                     is_random_next = False
-                    tokens_b = [t for seg in current_chunk[a_end:] for t in seg]
+                    tokens_b = list(itertools.chain.from_iterable(current_chunk[a_end:]))
                 truncate_seq_pair_randomly(tokens_a, tokens_b, max_num_tokens, rng)
                 assert tokens_a and tokens_b
                 input_ids = [vocab_info.cls_id] + tokens_a + [vocab_info.sep_id] + \
@@ -164,13 +203,26 @@ def truncate_seq_pair_randomly(tokens_a, tokens_b, max_num_tokens, rng):
     """Removes tokens one at a time from the longer list (B on a tie), from its front or
     back at random (one draw per token), until the pair fits. Randomising the side avoids
     always cutting the same end of sentences."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        assert trunc
-        if rng.random() < 0.5:
-            del trunc[0]
+    la, lb = len(tokens_a), len(tokens_b)
+    if la + lb <= max_num_tokens:
+        return
+    # The same draws, one per removed token, counting removals instead of deleting from
+    # the front of a list one by one.
+    front_a = back_a = front_b = back_b = 0
+    random_ = rng.random
+    while la + lb > max_num_tokens:
+        front = random_() < 0.5
+        if la > lb:
+            front_a += front
+            back_a += not front
+            la -= 1
         else:
-            trunc.pop()
+            assert lb
+            front_b += front
+            back_b += not front
+            lb -= 1
+    tokens_a[:] = tokens_a[front_a:len(tokens_a) - back_a]
+    tokens_b[:] = tokens_b[front_b:len(tokens_b) - back_b]
 
 
 def round_half_even(x):
@@ -238,7 +290,14 @@ def _mask_pieces(input_ids, vocab_info, params, rng):
     budget or be covered twice, and the shuffle of single positions permutes exactly as
     the shuffle of one-element lists would."""
     cls_id, sep_id = vocab_info.cls_id, vocab_info.sep_id
-    cand = [i for i, token in enumerate(input_ids) if token != cls_id and token != sep_id]
+    if input_ids.count(cls_id) == 1 and input_ids.count(sep_id) == 2 and \
+            input_ids[0] == cls_id and input_ids[-1] == sep_id:
+        # [CLS] A [SEP] B [SEP] with no special id inside A or B (counted in C).
+        middle = input_ids.index(sep_id)
+        cand = list(range(1, middle))
+        cand.extend(range(middle + 1, len(input_ids) - 1))
+    else:
+        cand = [i for i, token in enumerate(input_ids) if token != cls_id and token != sep_id]
     rng.shuffle(cand)
     budget = num_to_predict(len(input_ids), params)
     output = list(input_ids)

@@ -113,3 +113,24 @@ def test_whole_word_masking(budget_prob, script, positions):
     assert got_positions == positions
     assert labels == [ids[p] for p in positions]
     assert all(out[p] == MASK for p in positions)
+
+
+def test_exact_draws_equal_random_random():
+    """ExactDraws makes the very draws random.Random's own methods make, and leaves the
+    generator in the same state, for every list length and range the algorithm uses."""
+    import random
+
+    from data_prep.pretraining_instances import ExactDraws
+    for seed in range(30):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        draws = ExactDraws(ours)
+        for n in (0, 1, 2, 3, 7, 64, 125, 126, 127, 128, 129, 300, 30522):
+            a, b = list(range(n)), list(range(n))
+            draws.shuffle(a)
+            theirs.shuffle(b)
+            assert a == b, (seed, n)
+            if n:
+                assert draws.randint(0, n - 1) == theirs.randint(0, n - 1)
+                assert draws.randint(2, n + 2) == theirs.randint(2, n + 2)
+            assert draws.random() == theirs.random()
+        assert ours.getstate() == theirs.getstate()
