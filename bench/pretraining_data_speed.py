@@ -169,20 +169,28 @@ def main():
             text = open(corpus, encoding="utf-8").read()
             with open(big, "w", encoding="utf-8") as f:
                 f.write(text * max(1, round(opts.scaling_mb / size)))
-            print(f"\n{os.path.getsize(big) / 2 ** 20:.0f} MB corpus, --mode=fast:\n")
-            print("| workers | instances | seconds | CPU seconds | instances/s | per core |")
-            print("|---|---|---|---|---|---|")
-            rates = []
-            for workers in (1, 2):
-                outputs = [os.path.join(workdir, f"big-{i}.tfrecord") for i in range(2)]
-                elapsed, cpu, log = run(ours + [f"--input_file={big}"] + flags_[1:] + [
-                    f"--output_file={','.join(outputs)}", f"--num_workers={workers}"])
-                instances = int(re.search(r"Wrote ([\d,]+) instances", log).group(1)
+            print(f"\n{os.path.getsize(big) / 2 ** 20:.0f} MB corpus (the same text repeated):\n")
+            print("| run | cores | instances | seconds | CPU seconds | instances/s | per core "
+                  "| x baseline per core |")
+            print("|---|---|---|---|---|---|---|---|")
+            big_flags = [f"--input_file={big}"] + flags_[1:]
+            big_rows = []
+            for index, (name, command, cores, pythonpath) in enumerate(
+                    [configs[0], configs[3], configs[4]]):
+                outputs = [os.path.join(workdir, f"big{index}-{i}.tfrecord") for i in range(2)]
+                elapsed, cpu, log = run(command + big_flags +
+                                        [f"--output_file={','.join(outputs)}"], pythonpath)
+                instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
                                 .replace(",", ""))
-                rates.append(instances / elapsed)
-                print(f"| {workers} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
-                      f"{instances / elapsed:,.0f} | {instances / elapsed / workers:,.0f} |")
-            print(f"\nScaling 1 -> 2 workers: {rates[1] / rates[0]:.2f}x instances/s.")
+                big_rows.append((name, cores, instances, elapsed, cpu))
+            base = big_rows[0][2] / big_rows[0][3]
+            for name, cores, instances, elapsed, cpu in big_rows:
+                per_core = instances / elapsed / cores
+                print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
+                      f"{instances / elapsed:,.0f} | {per_core:,.0f} | {per_core / base:.1f} |")
+            fast1, fast2 = big_rows[1], big_rows[2]
+            print(f"\nScaling 1 -> 2 workers: "
+                  f"{fast2[2] / fast2[3] / (fast1[2] / fast1[3]):.2f}x instances/s.")
 
 
 if __name__ == "__main__":
