@@ -89,8 +89,14 @@ def original_script(workdir):
         return target
 
 
-def run(command, pythonpath=None):
-    """Runs a whole process; returns (wall seconds, CPU seconds, stderr)."""
+def run(command, pythonpath=None, repeats=1):
+    """Runs a whole process `repeats` times; returns (wall seconds, CPU seconds, stderr) of
+    the fastest run (the machine is shared: the fastest run is the least disturbed)."""
+    runs = [_run_once(command, pythonpath) for _ in range(repeats)]
+    return min(runs, key=lambda r: r[0])
+
+
+def _run_once(command, pythonpath):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -119,6 +125,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", default=os.path.join(ROOT, "..", "shared", "data"))
     parser.add_argument("--target_mb", type=float, default=10.0)
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="Runs per configuration on the ~10 MB corpus; the fastest "
+                             "counts (every configuration, the baseline included).")
     parser.add_argument("--scaling_mb", type=float, default=40.0,
                         help="Also time --mode=fast with 1 and 2 workers on a corpus of "
                              "this size (0: skip), where start-up weighs less.")
@@ -145,7 +154,7 @@ def main():
         for index, (name, command, cores, pythonpath) in enumerate(configs):
             outputs = [os.path.join(workdir, f"run{index}-{i}.tfrecord") for i in range(2)]
             elapsed, cpu, log = run(command + flags_ + [f"--output_file={','.join(outputs)}"],
-                                    pythonpath)
+                                    pythonpath, opts.repeats)
             instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
                             .replace(",", ""))
             rows.append((name, cores, instances, elapsed, cpu))

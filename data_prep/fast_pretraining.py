@@ -108,11 +108,11 @@ def piece_tokens(values, splits, is_break):
     seg_start, seg_end, seg_doc = starts[keep], ends[keep], doc_of_line[keep]
     if not len(seg_start):
         empty = np.zeros(0, np.int64)
-        return PieceTokens(np.asarray(values, np.int32), empty, empty, empty, empty)
+        return PieceTokens(np.asarray(values, np.int64), empty, empty, empty, empty)
     change = np.flatnonzero(np.diff(seg_doc)) + 1
     doc_first = np.concatenate([[0], change])
     doc_count = np.diff(np.concatenate([doc_first, [len(seg_start)]]))
-    return PieceTokens(np.asarray(values, np.int32), seg_start, seg_end, doc_first, doc_count)
+    return PieceTokens(np.asarray(values, np.int64), seg_start, seg_end, doc_first, doc_count)
 
 
 def chunk_spans(tokens, params, dupe_factor, rng):
@@ -204,13 +204,13 @@ def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
     src += j
     outside = (j >= last) | (j == la_ + 1) | (j == 0)
     np.copyto(src, 0, where=outside)
-    ids = flat[src].astype(np.int64)
+    ids = flat[src] if flat.dtype == np.int64 else flat[src].astype(np.int64)
     np.copyto(ids, 0, where=outside)
     rows = np.arange(len(la))
     ids[:, 0] = vocab_info.cls_id
     ids[rows, la + 1] = vocab_info.sep_id
     ids[rows, la + lb + 2] = vocab_info.sep_id
-    segment_ids = ((j > la_ + 1) & (j <= last)).astype(np.int64)
+    segment_ids = ((j > la_ + 1) & (j <= last)).astype(np.uint8)
     return ids, segment_ids, la + lb + 3
 
 
@@ -312,7 +312,7 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
         k = params.max_predictions_per_seq
         out.extend(encode_batch({
             "input_ids": ids,
-            "input_mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64),
+            "input_mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.uint8),
             "segment_ids": segments,
             "masked_lm_positions": positions,
             "masked_lm_ids": originals,
@@ -393,8 +393,8 @@ def _tokenize_flat(tokenizer, lines, tf, batch=16384):
         splits.append(ragged.row_splits.numpy()[1:] + offset)
         offset += len(v)
     if not values:
-        return np.zeros(0, np.int32), np.zeros(1, np.int64)
-    return np.concatenate(values).astype(np.int32), np.concatenate(splits)
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    return np.concatenate(values).astype(np.int64, copy=False), np.concatenate(splits)
 
 
 def _tokenize(tokenizer, texts, tf, batch=8192):
