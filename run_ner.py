@@ -73,6 +73,7 @@ def main(_):
     from modeling import BertTokenClassifier, load_checkpoint
     from modeling.file_io import atomic_write_text
     from training import ner_metrics
+    from training import run_flags
     from training.distribution import is_chief
     from training.tagging_task import TaggingTask, predict_label_ids
 
@@ -126,7 +127,8 @@ def main(_):
         trainer.train(train_dataset, num_train_steps,
                       steps_per_loop=FLAGS.iterations_per_loop,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size)
+                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
+                      flag_record=run_flags.flag_values(FLAGS))
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(FLAGS.output_dir), strict=True)
 

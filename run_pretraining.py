@@ -50,6 +50,7 @@ def main(_):
     from modeling import BertConfig, BertPretrainer, load_checkpoint, save_google_checkpoint
     from modeling.file_io import atomic_write_text
     from training import loop
+    from training import run_flags
     from training.distribution import is_chief
     from training.pretraining_task import PretrainingTask
 
@@ -95,7 +96,8 @@ def main(_):
         trainer.train(train_dataset, FLAGS.num_train_steps,
                       steps_per_loop=FLAGS.iterations_per_loop,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size)
+                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
+                      flag_record=run_flags.flag_values(FLAGS))
         if is_chief(strategy):
             export = os.path.join(FLAGS.output_dir, "export")
             save_google_checkpoint(model, os.path.join(export, "bert_model.ckpt"))

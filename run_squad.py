@@ -88,6 +88,7 @@ def main(_):
     from data_prep.tokenization import FullTokenizer
     from modeling import BertSpanLabeler, load_checkpoint
     from modeling.file_io import atomic_write_text
+    from training import run_flags
     from training.distribution import is_chief
     from training.span_task import SpanTask, predict_spans
     from training.squad_predictions import compute_predictions
@@ -131,7 +132,8 @@ def main(_):
         trainer.train(train_dataset, num_train_steps,
                       steps_per_loop=FLAGS.iterations_per_loop,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size)
+                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
+                      flag_record=run_flags.flag_values(FLAGS))
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(output_dir), strict=True)
 

@@ -74,14 +74,23 @@ def test_train_eval_export(data, tmp_path):
                              strict=True)
     assert report.format == "google_tf1"
     assert not [n for n in os.listdir(out / "export") if ".tmp" in n]
-    # Rerunning the finished command trains nothing more.
+    # Rerunning the finished command trains nothing more, and says nothing of flags.
     again = _run(_command(data, out))
     assert "training already finished" in again.stderr
+    assert "flags that differ" not in again.stderr
+    recorded = json.loads((out / "training_flags.json").read_text())
+    assert recorded["train_batch_size"] == 16 and recorded["learning_rate"] == 1e-3
     # Evaluation alone restores the last training checkpoint (heads included): same figures.
     first = (out / "eval_results.txt").read_text()
     (out / "eval_results.txt").unlink()
     _run(_command(data, out, do_train=False, do_eval=True, max_eval_steps=5))
     assert (out / "eval_results.txt").read_text() == first
+    # Resuming with other flags continues, but names every change.
+    longer = _run(_command(data, out, num_train_steps=44, learning_rate=5e-4))
+    assert "step 44/44" in longer.stderr
+    warning = next(line for line in longer.stderr.splitlines() if "flags that differ" in line)
+    assert "--learning_rate: 0.001 before, 0.0005 now" in warning
+    assert "--num_train_steps: 40 before, 44 now" in warning and "at step 40" in warning
 
 
 def test_bad_input_is_named(data, tmp_path):

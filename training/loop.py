@@ -35,7 +35,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
-from training import checkpointing
+from training import checkpointing, run_flags
 from training.distribution import is_chief, worker_index
 
 
@@ -178,7 +178,7 @@ class Trainer:
 
     def train(self, dataset_fn, num_train_steps, steps_per_loop=1000,
               save_checkpoints_steps=1000, log_steps=100, global_batch_size=None,
-              hooks=()):
+              hooks=(), flag_record=None):
         """Trains until `global_step == num_train_steps`, resuming from the newest
         checkpoint in `model_dir` if there is one.
 
@@ -188,6 +188,9 @@ class Trainer:
                 `strategy.distribute_datasets_from_function`), without its first
                 `skip_batches` batches.
             hooks: callables `hook(step, logs)` run after each loop on the host.
+            flag_record: {flag: value} the run was started with
+                (`training.run_flags.flag_values`): kept in `model_dir`, and a resumed
+                run whose flags differ says which.
 
         Returns:
             dict of the last loop's logs (empty if there was nothing to do).
@@ -206,6 +209,8 @@ class Trainer:
         # The input is deterministic for a given seed: a resumed run skips the batches
         # already trained on (each input pipeline feeds its local replicas one batch each
         # per step), so it sees exactly what an uninterrupted run would.
+        if flag_record is not None and is_chief(strategy):
+            run_flags.check_and_record(self.model_dir, flag_record, step)
         if step:
             logging.info("Skipping the input already trained on (%d steps).", step)
 

@@ -1,0 +1,68 @@
+"""The flags a training run was started with, kept next to its checkpoints.
+
+Pipeline position: every entry point's training (pre-training and the three fine-tuning
+scripts) goes through `training.loop.Trainer.train`, which resumes from the newest
+checkpoint whenever a command is rerun in the same `--output_dir`. A rerun with other data,
+batch size or learning rate would then silently continue the old run: its optimizer state,
+its schedule position, and an input skipped as if the batches were the same. This module
+writes the flags that decide those to `output_dir/training_flags.json` and, on resuming,
+warns with every flag that changed, so that the mix is never silent.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+FILE_NAME = "training_flags.json"
+
+# Flags that decide the input, the model or the optimisation (those a script defines).
+RECORDED_FLAGS = (
+    "input_file", "data_dir", "task_name", "train_file", "bert_config_file", "vocab_file",
+    "do_lower_case", "init_checkpoint", "max_seq_length", "max_predictions_per_seq",
+    "doc_stride", "max_query_length", "version_2_with_negative", "train_batch_size",
+    "gradient_accumulation_steps", "optimizer", "learning_rate", "num_train_steps",
+    "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
+    "clip_norm", "dtype", "seed")
+
+
+def flag_values(flag_values_obj):
+    """{name: value} of the recorded flags that `flag_values_obj` (absl FLAGS) defines."""
+    return {name: flag_values_obj[name].value for name in RECORDED_FLAGS
+            if name in flag_values_obj}
+
+
+def check_and_record(output_dir, values, resumed_step):
+    """Warns if a run resumed at `resumed_step` (> 0) was started with other `values`,
+    then records `values` (atomically) for the next rerun.
+
+    Returns:
+        {name: (before, now)} of the flags that changed (empty when starting afresh).
+    """
+    path = os.path.join(output_dir, FILE_NAME)
+    changed = {}
+    if resumed_step and tf.io.gfile.exists(path):
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                before = json.load(f)
+        except (ValueError, tf.errors.OpError) as e:
+            logging.warning("%s: unreadable (%s); cannot check the resumed run's flags.",
+                            path, e)
+            before = {}
+        changed = {name: (before[name], value) for name, value in values.items()
+                   if name in before and before[name] != value}
+        if changed:
+            listing = "; ".join(f"--{name}: {old!r} before, {new!r} now"
+                                for name, (old, new) in sorted(changed.items()))
+            logging.warning(
+                "Resuming %s at step %d with flags that differ from the run that wrote its "
+                "checkpoints: %s. Training continues from the saved weights, optimizer "
+                "state and step, and skips the input as if it were the same. To start "
+                "afresh instead, use a new --output_dir.", output_dir, resumed_step, listing)
+    tf.io.gfile.makedirs(output_dir)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        json.dump(values, f, indent=2, sort_keys=True)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+    return changed
