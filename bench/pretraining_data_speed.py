@@ -150,26 +150,8 @@ def main():
                                                          "--tokenizer=graph"], 1, None),
                    ("fast, 1 worker", ours + ["--mode=fast", "--num_workers=1"], 1, None),
                    ("fast, 2 workers", ours + ["--mode=fast", "--num_workers=2"], 2, None)]
-        rows, written = [], []
-        for index, (name, command, cores, pythonpath) in enumerate(configs):
-            outputs = [os.path.join(workdir, f"run{index}-{i}.tfrecord") for i in range(2)]
-            elapsed, cpu, log = run(command + flags_ + [f"--output_file={','.join(outputs)}"],
-                                    pythonpath, opts.repeats)
-            instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
-                            .replace(",", ""))
-            rows.append((name, cores, instances, elapsed, cpu))
-            written.append(outputs)
-        base = rows[0][2] / rows[0][3]
-        print("| run | cores | instances | seconds | CPU seconds | instances/s | per core "
-              "| x baseline per core |")
-        print("|---|---|---|---|---|---|---|---|")
-        for name, cores, instances, elapsed, cpu in rows:
-            per_core = instances / elapsed / cores
-            print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
-                  f"{instances / elapsed:,.0f} | {per_core:,.0f} | {per_core / base:.1f} |")
-        fast1, fast2 = rows[3], rows[4]
-        print(f"\nScaling 1 -> 2 workers: {fast2[2] / fast2[3] / (fast1[2] / fast1[3]):.2f}x"
-              f" instances/s.")
+        rows, written = time_configs(configs, flags_, workdir, "run", opts.repeats)
+        print_table(rows)
         for index in (1, 2):
             print(f"{rows[index][0]}: same instances as the original script: "
                   f"{same_instances(written[0], written[index])}")
@@ -179,27 +161,40 @@ def main():
             with open(big, "w", encoding="utf-8") as f:
                 f.write(text * max(1, round(opts.scaling_mb / size)))
             print(f"\n{os.path.getsize(big) / 2 ** 20:.0f} MB corpus (the same text repeated):\n")
-            print("| run | cores | instances | seconds | CPU seconds | instances/s | per core "
-                  "| x baseline per core |")
-            print("|---|---|---|---|---|---|---|---|")
-            big_flags = [f"--input_file={big}"] + flags_[1:]
-            big_rows = []
-            for index, (name, command, cores, pythonpath) in enumerate(
-                    [configs[0], configs[3], configs[4]]):
-                outputs = [os.path.join(workdir, f"big{index}-{i}.tfrecord") for i in range(2)]
-                elapsed, cpu, log = run(command + big_flags +
-                                        [f"--output_file={','.join(outputs)}"], pythonpath)
-                instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
-                                .replace(",", ""))
-                big_rows.append((name, cores, instances, elapsed, cpu))
-            base = big_rows[0][2] / big_rows[0][3]
-            for name, cores, instances, elapsed, cpu in big_rows:
-                per_core = instances / elapsed / cores
-                print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
-                      f"{instances / elapsed:,.0f} | {per_core:,.0f} | {per_core / base:.1f} |")
-            fast1, fast2 = big_rows[1], big_rows[2]
-            print(f"\nScaling 1 -> 2 workers: "
-                  f"{fast2[2] / fast2[3] / (fast1[2] / fast1[3]):.2f}x instances/s.")
+            big_rows, _ = time_configs([configs[0], configs[3], configs[4]],
+                                       [f"--input_file={big}"] + flags_[1:], workdir, "big", 1)
+            print_table(big_rows)
+
+
+def time_configs(configs, flags_, workdir, prefix, repeats):
+    """Runs each (name, command, cores, pythonpath) with `flags_`; returns the rows
+    (name, cores, instances, seconds, CPU seconds) and each run's output files."""
+    rows, written = [], []
+    for index, (name, command, cores, pythonpath) in enumerate(configs):
+        outputs = [os.path.join(workdir, f"{prefix}{index}-{i}.tfrecord") for i in range(2)]
+        elapsed, cpu, log = run(command + flags_ + [f"--output_file={','.join(outputs)}"],
+                                pythonpath, repeats)
+        instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
+                        .replace(",", ""))
+        rows.append((name, cores, instances, elapsed, cpu))
+        written.append(outputs)
+    return rows, written
+
+
+def print_table(rows):
+    """Markdown table against rows[0] (the baseline), then the scaling of the last two
+    rows (fast mode with 1 and 2 workers)."""
+    base = rows[0][2] / rows[0][3]
+    print("| run | cores | instances | seconds | CPU seconds | instances/s | per core "
+          "| x baseline per core |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, cores, instances, elapsed, cpu in rows:
+        per_core = instances / elapsed / cores
+        print(f"| {name} | {cores} | {instances:,} | {elapsed:.1f} | {cpu:.1f} | "
+              f"{instances / elapsed:,.0f} | {per_core:,.0f} | {per_core / base:.1f} |")
+    fast1, fast2 = rows[-2], rows[-1]
+    print(f"\nScaling 1 -> 2 workers: {fast2[2] / fast2[3] / (fast1[2] / fast1[3]):.2f}x"
+          f" instances/s.")
 
 
 if __name__ == "__main__":
