@@ -65,7 +65,6 @@ def main(_):
     from modeling.file_io import atomic_write_text
     from training import classification_metrics as metrics
     from training.classification_task import ClassificationTask, predict_logits
-    from training import run_flags
     from training.distribution import is_chief
 
     config, strategy, loss_scale = fine_tuning.set_up(FLAGS)
@@ -152,11 +151,7 @@ def main(_):
                 FLAGS.max_seq_length, regression, is_training=True, seed=FLAGS.seed,
                 input_context=context, skip_batches=skip_batches)
 
-        trainer.train(train_dataset, num_train_steps,
-                      steps_per_loop=FLAGS.iterations_per_loop,
-                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
-                      hooks=[keep_best], flag_record=run_flags.flag_values(FLAGS))
+        fine_tuning.train(FLAGS, trainer, train_dataset, num_train_steps, hooks=[keep_best])
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(FLAGS.output_dir), strict=True)
 

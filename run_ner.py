@@ -73,7 +73,6 @@ def main(_):
     from modeling import BertTokenClassifier, load_checkpoint
     from modeling.file_io import atomic_write_text
     from training import ner_metrics
-    from training import run_flags
     from training.distribution import is_chief
     from training.tagging_task import TaggingTask, predict_label_ids
 
@@ -124,11 +123,7 @@ def main(_):
                      len(windows), len(label_list))
         train_dataset = fine_tuning.array_dataset_fn(
             {k: v for k, v in arrays.items() if k != "predict_weights"}, FLAGS)
-        trainer.train(train_dataset, num_train_steps,
-                      steps_per_loop=FLAGS.iterations_per_loop,
-                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
-                      flag_record=run_flags.flag_values(FLAGS))
+        fine_tuning.train(FLAGS, trainer, train_dataset, num_train_steps)
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(FLAGS.output_dir), strict=True)
 

@@ -88,7 +88,6 @@ def main(_):
     from data_prep.tokenization import FullTokenizer
     from modeling import BertSpanLabeler, load_checkpoint
     from modeling.file_io import atomic_write_text
-    from training import run_flags
     from training.distribution import is_chief
     from training.span_task import SpanTask, predict_spans
     from training.squad_predictions import compute_predictions
@@ -129,11 +128,7 @@ def main(_):
         trainer, num_train_steps = fine_tuning.build_trainer(
             FLAGS, strategy, model, SpanTask(), len(examples), loss_scale)
         train_dataset = fine_tuning.array_dataset_fn(arrays, FLAGS)
-        trainer.train(train_dataset, num_train_steps,
-                      steps_per_loop=FLAGS.iterations_per_loop,
-                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
-                      flag_record=run_flags.flag_values(FLAGS))
+        fine_tuning.train(FLAGS, trainer, train_dataset, num_train_steps)
     elif resuming:
         load_checkpoint(model, tf.train.latest_checkpoint(output_dir), strict=True)
 

@@ -68,8 +68,8 @@ def clean_line(raw, stats):
 
 
 def iter_lines(path, stats):
-    """Yields each line of `path` as `clean_line` makes it (invalid UTF-8 bytes are dropped
-    later by the tokenizers, as the original's decoding does; such lines are counted)."""
+    """Yields each line of `path` as `clean_line` makes it (stripped, valid UTF-8, b"" for
+    a document break; lines that had invalid bytes are counted in `stats`)."""
     try:
         f = paths.open_binary(path)
     except OSError as e:

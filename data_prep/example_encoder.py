@@ -9,9 +9,10 @@ Wire format written (protobuf): Example{1: Features{1: map entry{1: key, 2: Feat
 
 Every part of a record (tags and keys, length varints, packed values) is a block of
 columns of a [N, W] byte matrix, with a mask of the bytes in use where the varints make
-the width vary from row to row (values below 2^21 are looked up in tables of varints). The map entries are written in a fixed order that puts
-the features of the same width in every row first (`_ORDER`), so that a record is one
-slice of the fixed-width bytes and one of the compacted variable bytes. Protobuf parsers
+the width vary from row to row (values below 2^21 are looked up in tables of varints).
+The map entries are written in a fixed order that puts the features of the same width in
+every row first (`_ORDER`), so that a record is one slice of the fixed-width bytes and one
+of the compacted variable bytes. Protobuf parsers
 accept map entries in any order (the original script's own files have them in hash
 order); a test checks that TensorFlow parses every record to the values given.
 """

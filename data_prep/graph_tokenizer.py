@@ -113,7 +113,7 @@ def _compute_character_classes():
     return {
         "drop": _re2_class(drop),
         "whitespace": _re2_class(whitespace),
-        # Words are split on both (cleaning's " " for whitespace is then unnecessary).
+        # Every character Python's str.split splits on (whitespace included).
         "split": _re2_class(sorted(whitespace + splits)),
         "punctuation": _re2_class(punctuation),
         "marks": _re2_class(marks),

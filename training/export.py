@@ -100,8 +100,7 @@ def _split_words(tokenizer, text, unk_id):
     import tensorflow_text as tf_text
 
     classes = tokenizer._classes
-    delimiters = "|".join([classes["whitespace"], classes["split"], classes["punctuation"],
-                           classes["cjk"]])
+    delimiters = "|".join([classes["split"], classes["punctuation"], classes["cjk"]])
     kept = "|".join([classes["punctuation"], classes["cjk"]])
     words, begin, end = tf_text.regex_split_with_offsets(text, delimiters, kept)
     begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)

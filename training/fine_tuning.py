@@ -72,6 +72,18 @@ def build_trainer(FLAGS, strategy, model, task, num_examples, loss_scale):
     return trainer, num_train_steps
 
 
+def train(FLAGS, trainer, dataset_fn, num_train_steps, hooks=()):
+    """`trainer.train` with the shared flags: loop length, checkpoint and log intervals,
+    and the flags recorded beside the checkpoints (`training.run_flags`)."""
+    from training import run_flags
+
+    return trainer.train(dataset_fn, num_train_steps,
+                         steps_per_loop=FLAGS.iterations_per_loop,
+                         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                         log_steps=FLAGS.log_steps, global_batch_size=FLAGS.train_batch_size,
+                         hooks=hooks, flag_record=run_flags.flag_values(FLAGS))
+
+
 def array_dataset_fn(arrays, FLAGS):
     """`Trainer.train`'s dataset function over in-memory feature arrays: sharded per
     input pipeline, repeated, shuffled with `--seed`, full batches."""
