@@ -18,7 +18,6 @@ How it differs from `--mode=original` (which reproduces the original's output ex
   * output files are divided among worker processes, each writing its own.
 """
 
-import bisect
 import dataclasses
 import multiprocessing
 import os
@@ -108,73 +107,89 @@ def piece_tokens(values, splits, is_break):
     seg_start, seg_end, seg_doc = starts[keep], ends[keep], doc_of_line[keep]
     if not len(seg_start):
         empty = np.zeros(0, np.int64)
-        return PieceTokens(np.asarray(values, np.int64), empty, empty, empty, empty)
+        return PieceTokens(np.asarray(values, np.int32), empty, empty, empty, empty)
     change = np.flatnonzero(np.diff(seg_doc)) + 1
     doc_first = np.concatenate([[0], change])
     doc_count = np.diff(np.concatenate([doc_first, [len(seg_start)]]))
-    return PieceTokens(np.asarray(values, np.int64), seg_start, seg_end, doc_first, doc_count)
+    return PieceTokens(np.asarray(values, np.int32), seg_start, seg_end, doc_first, doc_count)
 
 
 def chunk_spans(tokens, params, dupe_factor, rng):
     """The original's segment-A/B construction, on token offsets: returns arrays
-    (a_lo, a_hi, b_lo, b_hi, is_random_next) of spans of `tokens.flat`, before truncation.
+    (a_lo, a_hi, b_lo, b_hi, is_random_next) of spans of `tokens.flat`, before truncation,
+    document by document and pass by pass (each document's instances in order).
 
-    Same rules as `pretraining_instances.create_instances_from_document` (target length
-    drawn per document and pass, chunks of whole segments reaching the target, split point,
-    50% random next from another document with unused segments put back), with this
-    piece's own random stream `rng`. A document's segments are contiguous in `flat`, so a
-    chunk's end is found by bisection on the segment ends rather than segment by segment,
-    and integers are drawn as floor(uniform * range).
+    Same rules as `pretraining_instances.create_instances_from_document`: a target length
+    drawn per document and pass (shorter with probability `short_seq_prob`), chunks of
+    whole segments up to the first that reaches the target (or the document's end), a
+    uniform split point, B the rest of the chunk or (always for a one-segment chunk, else
+    with probability 1/2) segments of another random document from a random start, up to
+    the target length, with the chunk's unused segments put back.
+
+    Every (pass, document) walks its document as a chain; all chains take their next
+    chunk together, one NumPy step per chunk, drawing from this piece's `rng`
+    (a `np.random.Generator`). A document's segments are contiguous and `seg_end` is
+    increasing, so a chunk's last segment is found by `searchsorted`. Random B segments
+    depend only on the document and the length wanted, so they are drawn afterwards, all
+    at once.
     """
     max_num_tokens = params.max_seq_length - 3
-    seg_start, seg_end = tokens.seg_start.tolist(), tokens.seg_end.tolist()
-    doc_first, doc_count = tokens.doc_first.tolist(), tokens.doc_count.tolist()
-    num_docs = len(doc_first)
-    order = list(range(num_docs))
-    rng.shuffle(order)
-    uniform, bisect_left = rng.random, bisect.bisect_left
-    short_prob = params.short_seq_prob
-    a_lo, a_hi, b_lo, b_hi, rand = [], [], [], [], []
-    for _ in range(dupe_factor):
-        for d in order:
-            first, n = doc_first[d], doc_count[d]
-            last = first + n - 1
-            target = max_num_tokens
-            if uniform() < short_prob:
-                target = 2 + int(uniform() * (max_num_tokens - 1))  # randint(2, max)
-            c0 = first
-            while c0 <= last:
-                # The chunk: segments c0..i, the first whose end reaches the target, or
-                # the document's last.
-                i = min(bisect_left(seg_end, seg_start[c0] + target, c0, last + 1), last)
-                chunk_n = i - c0 + 1
-                a_end = 1 + int(uniform() * (chunk_n - 1)) if chunk_n >= 2 else 1
-                lo, hi = seg_start[c0], seg_end[c0 + a_end - 1]
-                if chunk_n == 1 or uniform() < 0.5:
-                    for _ in range(10):
-                        r = int(uniform() * num_docs)
-                        if r != d:
-                            break
-                    r_first, r_n = doc_first[r], doc_count[r]
-                    start_seg = r_first + int(uniform() * r_n)
-                    want = seg_start[start_seg] + target - (hi - lo)
-                    # First segment from start_seg whose end reaches the target B
-                    # length (at least one segment; at most the document's end).
-                    j = min(bisect_left(seg_end, want, start_seg, r_first + r_n),
-                            r_first + r_n - 1)
-                    b_lo.append(seg_start[start_seg])
-                    b_hi.append(seg_end[j])
-                    rand.append(True)
-                    c0 += a_end  # the unused segments are put back
-                else:
-                    b_lo.append(seg_start[c0 + a_end])
-                    b_hi.append(seg_end[i])
-                    rand.append(False)
-                    c0 = i + 1
-                a_lo.append(lo)
-                a_hi.append(hi)
-    return tuple(np.asarray(x, np.int64) for x in (a_lo, a_hi, b_lo, b_hi)) + \
-        (np.asarray(rand, bool),)
+    seg_start, seg_end = tokens.seg_start, tokens.seg_end
+    num_docs = len(tokens.doc_first)
+    chain = np.arange(num_docs * dupe_factor)
+    doc = chain % num_docs
+    short = rng.random(len(chain)) < params.short_seq_prob
+    target = np.where(short, 2 + _below(rng, max_num_tokens - 1, len(chain)), max_num_tokens)
+    # State of the chains still walking: next unused segment, last segment, target.
+    c, last = tokens.doc_first[doc], (tokens.doc_first + tokens.doc_count - 1)[doc]
+    steps = []
+    while len(chain):
+        # The chunk: segments c..i, the first whose end reaches the target, or the last.
+        i = np.minimum(np.searchsorted(seg_end, seg_start[c] + target), last)
+        draws = rng.random((2, len(c)))
+        # A: segments c..a_end-1, at least one; B gets at least one of a longer chunk.
+        a_end = c + 1 + (draws[0] * (i - c)).astype(np.int64)
+        rand = (i == c) | (draws[1] < 0.5)
+        steps.append((chain, c, a_end, i, rand, target))
+        c = np.where(rand, a_end, i + 1)  # random next: the unused segments are put back
+        walking = c <= last
+        if not walking.all():
+            chain, c, last, target = chain[walking], c[walking], last[walking], target[walking]
+    chain, c, a_end, i, rand, target = (np.concatenate(x) for x in zip(*steps))
+    order = np.argsort(chain, kind="stable")
+    chain, c, a_end, i, rand, target = (x[order] for x in (chain, c, a_end, i, rand, target))
+    a_lo, a_hi = seg_start[c], seg_end[a_end - 1]
+    b_lo, b_hi = seg_start[np.minimum(a_end, len(seg_start) - 1)], seg_end[i]
+    r = np.flatnonzero(rand)
+    b_lo[r], b_hi[r] = _random_segments(tokens, chain[r] % num_docs,
+                                        target[r] - (a_hi[r] - a_lo[r]), rng)
+    return a_lo, a_hi, b_lo, b_hi, rand
+
+
+def _below(rng, high, size=None):
+    """Uniform integers in [0, high) (`high` an int or an array), as floor(uniform *
+    high): for high < 2^53 the product of a double below 1 stays below high."""
+    return (rng.random(size if size is not None else np.shape(high)) * high).astype(np.int64)
+
+
+def _random_segments(tokens, not_doc, want, rng, tries=10):
+    """For each row: a document drawn uniformly (up to `tries` draws to avoid `not_doc`),
+    a uniform start segment in it, and the segments from there up to the first whose
+    running length reaches `want` (at least one; at most the document's end). Returns the
+    spans (lo, hi)."""
+    num_docs = len(tokens.doc_first)
+    r = _below(rng, num_docs, len(not_doc))
+    for _ in range(tries - 1):
+        again = np.flatnonzero(r == not_doc)
+        if not len(again):
+            break
+        r[again] = _below(rng, num_docs, len(again))
+    first, count = tokens.doc_first[r], tokens.doc_count[r]
+    start = first + _below(rng, count)
+    lo = tokens.seg_start[start]
+    j = np.minimum(np.maximum(np.searchsorted(tokens.seg_end, lo + want), start),
+                   first + count - 1)
+    return lo, tokens.seg_end[j]
 
 
 def truncate_spans(a_lo, a_hi, b_lo, b_hi, max_num_tokens, rng):
@@ -204,7 +219,7 @@ def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
     src += j
     outside = (j >= last) | (j == la_ + 1) | (j == 0)
     np.copyto(src, 0, where=outside)
-    ids = flat[src] if flat.dtype == np.int64 else flat[src].astype(np.int64)
+    ids = flat[src]
     np.copyto(ids, 0, where=outside)
     rows = np.arange(len(la))
     ids[:, 0] = vocab_info.cls_id
@@ -214,11 +229,13 @@ def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
     return ids, segment_ids, la + lb + 3
 
 
-def mask_matrix(ids, lengths, vocab_info, params, rng, word_ids=None):
-    """Masks rows of `ids` in place (without whole-word masking): each row's
-    `num_to_predict` positions are those of its candidates with the smallest random keys
-    (a uniform random subset); one uniform draw per position picks [MASK] (80%), the
-    original (10%) or a random vocabulary entry (10%).
+def mask_matrix(ids, la, lb, vocab_info, params, rng, word_ids=None):
+    """Masks rows of `ids` (built by `build_matrix` from segments of lengths `la`, `lb`)
+    in place, without whole-word masking: each row's `num_to_predict` positions are a
+    uniform random subset of its tokens ([CLS] and the [SEP]s excepted; text never
+    tokenizes to them), chosen by Floyd's algorithm (one step per prediction, all rows at
+    once); one uniform draw per position picks [MASK] (80%), the original (10%) or a
+    random vocabulary entry (10%).
 
     Returns:
         (positions [N, max_predictions] sorted and zero-padded, original ids there,
@@ -226,37 +243,38 @@ def mask_matrix(ids, lengths, vocab_info, params, rng, word_ids=None):
     """
     n, width = ids.shape
     k = params.max_predictions_per_seq
-    candidate = np.arange(width)[None, :] < lengths[:, None]
-    candidate &= ids != vocab_info.cls_id
-    candidate &= ids != vocab_info.sep_id
+    candidates = la + lb
     # Python 3's round (ties to even) is numpy's.
-    budget = np.minimum(k, np.maximum(1, np.round(lengths * params.masked_lm_prob)
-                                      .astype(np.int64)))
-    budget = np.minimum(budget, candidate.sum(axis=1))
-    keys = rng.random((n, width), dtype=np.float32)
-    np.copyto(keys, np.float32(2.0), where=~candidate)  # non-candidates come last
-    if k < width:  # the k smallest keys of each row, then in key order
-        chosen = np.argpartition(keys, k - 1, axis=1)[:, :k]
-    else:
-        chosen = np.broadcast_to(np.arange(width), (n, width))
-    chosen = np.take_along_axis(
-        chosen, np.argsort(np.take_along_axis(keys, chosen, axis=1), axis=1), axis=1)
-    if chosen.shape[1] < k:
-        chosen = np.pad(chosen, ((0, 0), (0, k - chosen.shape[1])))
-    valid = np.arange(k)[None, :] < budget[:, None]
-    # Sorted, the chosen positions stay in the first budget[i] columns (padding is larger).
-    positions = np.sort(np.where(valid, chosen, width + 1), axis=1)
-    safe = np.where(valid, positions, 0)
-    rows = np.arange(n)[:, None]
-    originals = ids[rows, safe]
+    budget = np.round((candidates + 3) * params.masked_lm_prob).astype(np.int64)
+    budget = np.minimum(np.minimum(k, np.maximum(1, budget)), candidates)
+    # Floyd: for j = m-b .. m-1, take a uniform t in [0, j], or j if t is taken already;
+    # candidate index t is position t + 1 in A, t + 2 in B.
+    taken = np.zeros((n, width), bool)
+    chosen = np.full((n, k), width, np.int64)  # width: no prediction (sorts last)
+    for step in range(int(budget.max(initial=0))):
+        rows = np.flatnonzero(budget > step)
+        j = candidates[rows] - budget[rows] + step
+        t = _below(rng, j + 1)
+        a = la[rows]
+        t += 1 + (t >= a)
+        j += 1 + (j >= a)
+        pick = np.where(taken[rows, t], j, t)
+        taken[rows, pick] = True
+        chosen[rows, step] = pick
+    positions = np.sort(chosen, axis=1)
+    valid = positions < width
+    np.copyto(positions, 0, where=~valid)
+    r = np.arange(n)[:, None]
+    originals = ids[r, positions]
     coin = rng.random((n, k), dtype=np.float32)
     if word_ids is None:
         word_ids = np.asarray(vocab_info.word_ids)
-    random_tokens = word_ids[rng.integers(0, len(word_ids), (n, k))]
+    random_tokens = word_ids[_below(rng, len(word_ids), (n, k))]
     replaced = np.where(coin < 0.8, vocab_info.mask_id,
                         np.where(coin < 0.9, originals, random_tokens))
-    ids[rows, safe] = np.where(valid, replaced, originals)
-    return np.where(valid, positions, 0), np.where(valid, originals, 0), budget
+    ids[r, positions] = np.where(valid, replaced, originals)
+    np.copyto(originals, 0, where=~valid)
+    return positions, originals, budget
 
 
 def mask_matrix_whole_words(ids, lengths, vocab_info, params, rng):
@@ -291,7 +309,7 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
     counts = {"instances": 0, "tokens": 0, "masked": 0, "random_next": 0}
     if not len(tokens.doc_first):
         return [], counts
-    a_lo, a_hi, b_lo, b_hi, rand = chunk_spans(tokens, params, dupe_factor, py_rng)
+    a_lo, a_hi, b_lo, b_hi, rand = chunk_spans(tokens, params, dupe_factor, np_rng)
     perm = np_rng.permutation(len(a_lo))
     a_lo, a_hi, b_lo, b_hi, rand = a_lo[perm], a_hi[perm], b_lo[perm], b_hi[perm], rand[perm]
     a_lo, la, b_lo, lb = truncate_spans(a_lo, a_hi, b_lo, b_hi, params.max_seq_length - 3,
@@ -306,8 +324,8 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
             positions, originals, budget = mask_matrix_whole_words(
                 ids, lengths, vocab_info, params, py_rng)
         else:
-            positions, originals, budget = mask_matrix(ids, lengths, vocab_info, params,
-                                                       np_rng, word_ids)
+            positions, originals, budget = mask_matrix(ids, la[sl], lb[sl], vocab_info,
+                                                       params, np_rng, word_ids)
         width = params.max_seq_length
         k = params.max_predictions_per_seq
         out.extend(encode_batch({
