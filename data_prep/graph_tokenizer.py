@@ -8,9 +8,16 @@ agree on every Unicode code point and on thousands of varied strings.
 tensorflow-text's own `BertTokenizer` does not match the original exactly (its lower-casing
 is NFKC case folding, so "ﬁ" -> "fi" and "ß" -> "ss"; it keeps control characters; its
 200-character limit counts bytes), so the steps are composed here from core ops:
-  clean (regex) -> CJK spacing (regex) -> [lower (ICU full mapping, as Python's str.lower)
-  -> NFD -> drop Mn] -> space out punctuation (regex) -> split on whitespace -> words over 200
-  characters become "[UNK]" -> tensorflow-text WordPiece (greedy longest match, "##").
+  clean (regex) -> [lower (ICU full mapping, as Python's str.lower) -> NFD -> drop Mn]
+  -> space out punctuation and CJK characters (regex) -> split on whitespace -> words over
+  200 characters become "[UNK]" -> tensorflow-text WordPiece (greedy longest match, "##").
+
+The original spaces out CJK characters before lower-casing; doing it with the punctuation,
+in one pass, gives the same words: lower-casing and NFD map CJK characters to CJK
+characters only and nothing else to them (checked over every code point by the tests),
+CJK characters are neither cased nor case-ignorable (so final-sigma contexts do not
+change) and, like the spaces around them, have combining class 0 (so NFD reorders
+nothing differently).
 
 Character classes (control, whitespace, punctuation, combining marks) are built from
 Python's `unicodedata` rather than RE2's `\\p{..}` tables, and the few case mappings that
@@ -85,7 +92,7 @@ def _cached(kind, compute):
 
 @functools.lru_cache(maxsize=1)
 def _character_classes():
-    return _cached("character-classes-v3", _compute_character_classes)
+    return _cached("character-classes-v4", _compute_character_classes)
 
 
 def _compute_character_classes():
@@ -108,17 +115,17 @@ def _compute_character_classes():
             punctuation.append(cp)
         if cat == "Mn":
             marks.append(cp)
-    cjk = "[" + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}"
-                        for lo, hi in tokenization.CJK_RANGES) + "]"
+    cjk_points = [cp for lo, hi in tokenization.CJK_RANGES for cp in range(lo, hi + 1)]
     return {
         "drop": _re2_class(drop),
         "whitespace": _re2_class(whitespace),
         # Every character Python's str.split splits on (whitespace included).
         "split": _re2_class(sorted(whitespace + splits)),
         "punctuation": _re2_class(punctuation),
+        # Split off as words of their own: punctuation and CJK characters.
+        "split_off": _re2_class(sorted(set(punctuation) | set(cjk_points))),
         "marks": _re2_class(marks),
         "other_spaces": _re2_class(sorted(set(whitespace + splits) - set(b" \t\n\r\v\f"))),
-        "cjk": cjk,
     }
 
 
@@ -215,16 +222,15 @@ class GraphTokenizer(tf.Module):
             # Invalid UTF-8 bytes are dropped, as Python's decode(errors="ignore").
             texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
         texts = tf.strings.regex_replace(texts, c["drop"], "")
-        texts = tf.strings.regex_replace(texts, c["cjk"], r" \0 ")
         if self.do_lower_case:
             texts = self._lower(texts)
             texts = tf_text.normalize_utf8(texts, "NFD")
             texts = tf.strings.regex_replace(texts, c["marks"], "")
-        # Rare spaces become " " and punctuation a word of its own; then the whitespace
-        # tokenizer splits on the ASCII spaces. Twice as fast as one regex_split keeping
-        # the punctuation (few matches for the first replacement in most text).
+        # Rare spaces become " " and punctuation and CJK characters words of their own;
+        # then the whitespace tokenizer splits on the ASCII spaces. Twice as fast as one
+        # regex_split keeping the punctuation (few matches for the first replacement).
         texts = tf.strings.regex_replace(texts, c["other_spaces"], " ")
-        texts = tf.strings.regex_replace(texts, c["punctuation"], r" \0 ")
+        texts = tf.strings.regex_replace(texts, c["split_off"], r" \0 ")
         return tf_text.WhitespaceTokenizer().tokenize(texts)
 
     def tokenize(self, texts, valid_utf8=False):
@@ -233,9 +239,16 @@ class GraphTokenizer(tf.Module):
         if self._wordpiece is None:
             raise ValueError("This GraphTokenizer has no vocabulary; pass vocab_file.")
         words = self.basic_tokenize(texts, valid_utf8)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > \
-            tokenization.MAX_INPUT_CHARS_PER_WORD
-        words = words.with_flat_values(
-            tf.where(too_long, tokenization.UNK_TOKEN, words.flat_values))
+        limit = tokenization.MAX_INPUT_CHARS_PER_WORD
+
+        def unknown_if_too_long(flat):
+            too_long = tf.strings.length(flat, unit="UTF8_CHAR") > limit
+            return tf.where(too_long, tokenization.UNK_TOKEN, flat)
+
+        # Counting characters only where some word has more than `limit` bytes (rare).
+        flat = words.flat_values
+        flat = tf.cond(tf.reduce_any(tf.strings.length(flat) > limit),
+                       lambda: unknown_if_too_long(flat), lambda: flat)
+        words = words.with_flat_values(flat)
         pieces = self._wordpiece.tokenize(words)  # [batch, (words), (pieces)]
         return pieces.merge_dims(1, 2)

@@ -117,3 +117,43 @@ def test_vocabulary_with_repeated_tokens_matches_python(tmp_path):
     want = python_tok.convert_tokens_to_ids(python_tok.tokenize(text))
     assert want == [4, 5, 2, 3, 4]
     assert graph_tok.tokenize(tf.constant([text])).to_list()[0] == want
+
+
+def test_cjk_spacing_may_follow_lower_casing_and_nfd():
+    """The graph tokenizer spaces out CJK characters after lower-casing and NFD (with the
+    punctuation); the original does it before. Same words, because of these facts."""
+    import sys
+    import unicodedata
+
+    from data_prep.tokenization import CJK_RANGES
+
+    def is_cjk(ch):
+        return any(lo <= ord(ch) <= hi for lo, hi in CJK_RANGES)
+
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        for mapped in (ch.lower(), unicodedata.normalize("NFD", ch)):
+            assert [is_cjk(m) for m in mapped] == [is_cjk(ch)] * len(mapped), hex(cp)
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_cjk_next_to_sigma_marks_and_long_words(tmp_path, do_lower_case):
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("[UNK]\n", encoding="utf-8")
+    graph_tok = GraphTokenizer(str(vocab), do_lower_case)
+    python_tok = BasicTokenizer(do_lower_case)
+    texts = ["ΑΣ中Σ", "ΟΔΟΣ中ΟΔΟΣ", "中\u0301a\u0316\u0301", "\uF900ABC\u2F800x", "a\u3000中b",
+             "é" * 200, "é" * 201, "x" * 200 + "中" + "y" * 201]
+    got = graph_tok.basic_tokenize(tf.constant([t.encode() for t in texts])).to_list()
+    for text, words in zip(texts, got):
+        assert [w.decode("utf-8") for w in words] == python_tok.tokenize(text), text
+    pieces = tmp_path / "pieces.txt"
+    pieces.write_text("[UNK]\ne\n##e\né\n##é\nab\n", encoding="utf-8")
+    full = FullTokenizer(str(pieces), do_lower_case)
+    texts = ["é" * 200, "é" * 201 + " ab"]
+    ids = GraphTokenizer(str(pieces), do_lower_case).tokenize(tf.constant(texts)).to_list()
+    # 200 characters (400 bytes unless lower-cased) are 200 pieces; 201 are one [UNK].
+    assert [len(row) for row in ids] == [200, 2]
+    assert ids == [full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]
