@@ -89,10 +89,17 @@ def original_script(workdir):
         return target
 
 
-def run(command, pythonpath=None, repeats=1):
+def run(command, outputs, pythonpath=None, repeats=1):
     """Runs a whole process `repeats` times; returns (wall seconds, CPU seconds, stderr) of
-    the fastest run (the machine is shared: the fastest run is the least disturbed)."""
-    runs = [_run_once(command, pythonpath) for _ in range(repeats)]
+    the fastest run (the machine is shared: the fastest run is the least disturbed).
+    `outputs` are deleted before each run (untimed), so that no run pays for freeing
+    the files of the one before."""
+    runs = []
+    for _ in range(repeats):
+        for path in outputs:
+            if os.path.exists(path):
+                os.remove(path)
+        runs.append(_run_once(command, pythonpath))
     return min(runs, key=lambda r: r[0])
 
 
@@ -173,7 +180,7 @@ def time_configs(configs, flags_, workdir, prefix, repeats):
     for index, (name, command, cores, pythonpath) in enumerate(configs):
         outputs = [os.path.join(workdir, f"{prefix}{index}-{i}.tfrecord") for i in range(2)]
         elapsed, cpu, log = run(command + flags_ + [f"--output_file={','.join(outputs)}"],
-                                pythonpath, repeats)
+                                outputs, pythonpath, repeats)
         instances = int(re.search(r"Wrote ([\d,]+) (total )?instances", log).group(1)
                         .replace(",", ""))
         rows.append((name, cores, instances, elapsed, cpu))

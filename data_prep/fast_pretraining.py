@@ -18,6 +18,7 @@ How it differs from `--mode=original` (which reproduces the original's output ex
   * output files are divided among worker processes, each writing its own.
 """
 
+import ctypes
 import dataclasses
 import multiprocessing
 import os
@@ -369,6 +370,8 @@ def run_job(job, report=None):
 
     from data_prep import pretraining_records as records
     from data_prep.graph_tokenizer import GraphTokenizer
+
+    _keep_freed_memory()
     from data_prep.tokenization import load_vocab
 
     vocab_info = pi.VocabInfo.from_vocab(load_vocab(job.vocab_file))
@@ -397,6 +400,22 @@ def run_job(job, report=None):
                 report(lines=stats.lines, documents=len(tokens.doc_first),
                        instances=counts["instances"])
     return totals
+
+
+def _keep_freed_memory():
+    """Asks glibc's malloc to keep freed memory for reuse instead of handing it back to
+    the system: a piece's NumPy temporaries are large and short-lived, and by default
+    every one of them is a fresh mapping whose pages fault in one by one (measured: 0.4 s
+    of kernel time per 10 MB of text, half of it avoidable). Memory then stays at its peak
+    (a few hundred MB per worker). A no-op where glibc is not the C library."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest allowed value
+    mallopt(m_trim_threshold, 1 << 30)
 
 
 def _tokenize_flat(tokenizer, lines, tf, batch=16384):
