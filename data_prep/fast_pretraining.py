@@ -210,24 +210,31 @@ def truncate_spans(a_lo, a_hi, b_lo, b_hi, max_num_tokens, rng):
 
 def build_matrix(flat, a_lo, la, b_lo, lb, vocab_info, width):
     """[CLS] A [SEP] B [SEP] rows, zero-padded to `width`: (input_ids, segment_ids,
-    lengths)."""
+    lengths). `flat` ends with three extra entries: [PAD] (0), [CLS] and [SEP] ids
+    (`with_special_ids`), which the rows' special columns gather from."""
+    pad, cls, sep = len(flat) - 3, len(flat) - 2, len(flat) - 1
     j = np.arange(width, dtype=np.int32)[None, :]
     la_ = la.astype(np.int32)[:, None]
-    last = la_ + lb.astype(np.int32)[:, None] + 2  # column of the final [SEP]
+    last = la + lb + 2  # column of the final [SEP]
     # Column j of A is flat[a_lo + j - 1]; of B, flat[b_lo + j - la - 2].
     src = np.where(j <= la_, (a_lo.astype(np.int32) - 1)[:, None],
                    (b_lo.astype(np.int32) - 2)[:, None] - la_)
     src += j
-    outside = (j >= last) | (j == la_ + 1) | (j == 0)
-    np.copyto(src, 0, where=outside)
-    ids = flat[src]
-    np.copyto(ids, 0, where=outside)
     rows = np.arange(len(la))
-    ids[:, 0] = vocab_info.cls_id
-    ids[rows, la + 1] = vocab_info.sep_id
-    ids[rows, la + lb + 2] = vocab_info.sep_id
-    segment_ids = ((j > la_ + 1) & (j <= last)).astype(np.uint8)
-    return ids, segment_ids, la + lb + 3
+    src[:, 0] = cls
+    src[rows, la + 1] = sep
+    src[rows, last] = sep
+    after = j > last.astype(np.int32)[:, None]
+    np.copyto(src, pad, where=after)
+    segment_ids = (j > la_ + 1).view(np.uint8)
+    segment_ids &= ~after
+    return np.take(flat, src), segment_ids, la + lb + 3
+
+
+def with_special_ids(flat, vocab_info):
+    """`flat` followed by the ids `build_matrix` gathers for padding, [CLS] and [SEP]."""
+    return np.concatenate([flat, np.array([0, vocab_info.cls_id, vocab_info.sep_id],
+                                          flat.dtype)])
 
 
 def mask_matrix(ids, la, lb, vocab_info, params, rng, word_ids=None):
@@ -317,9 +324,10 @@ def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
                                         np_rng)
     out = []
     word_ids = np.asarray(vocab_info.word_ids)
+    flat = with_special_ids(tokens.flat, vocab_info)
     for start in range(0, len(a_lo), batch_size):
         sl = slice(start, start + batch_size)
-        ids, segments, lengths = build_matrix(tokens.flat, a_lo[sl], la[sl], b_lo[sl],
+        ids, segments, lengths = build_matrix(flat, a_lo[sl], la[sl], b_lo[sl],
                                               lb[sl], vocab_info, params.max_seq_length)
         if params.do_whole_word_mask:
             positions, originals, budget = mask_matrix_whole_words(

@@ -95,13 +95,26 @@ def test_short_targets_are_drawn_per_walk():
     assert lengths.min() >= 3 and np.median(lengths) < 100
 
 
+def test_rows_are_cls_a_sep_b_sep_then_padding():
+    flat = fp.with_special_ids(np.arange(10, 30, dtype=np.int32), VOCAB)
+    ids, segments, lengths = fp.build_matrix(
+        flat, a_lo=np.array([0, 5, 12]), la=np.array([2, 1, 3]), b_lo=np.array([7, 0, 2]),
+        lb=np.array([3, 4, 1]), vocab_info=VOCAB, width=10)
+    assert ids.tolist() == [[CLS, 10, 11, SEP, 17, 18, 19, SEP, 0, 0],
+                            [CLS, 15, SEP, 10, 11, 12, 13, SEP, 0, 0],
+                            [CLS, 22, 23, 24, SEP, 12, SEP, 0, 0, 0]]
+    assert segments.tolist() == [[0, 0, 0, 0, 1, 1, 1, 1, 0, 0],
+                                 [0, 0, 0, 1, 1, 1, 1, 1, 0, 0],
+                                 [0, 0, 0, 0, 0, 1, 1, 0, 0, 0]]
+    assert lengths.tolist() == [8, 8, 7]
+
+
 def masked_rows(la, lb, params, seed, n=20000):
     width = params.max_seq_length
     la = np.full(n, la, np.int64)
     lb = np.full(n, lb, np.int64)
-    tokens = np.arange(10, 10 + la[0] + lb[0], dtype=np.int32)
-    ids, _, lengths = fp.build_matrix(tokens, np.zeros(n, np.int64), la,
-                                      np.full(n, la[0]), lb, VOCAB, width)
+    flat = fp.with_special_ids(np.arange(10, 10 + la[0] + lb[0], dtype=np.int32), VOCAB)
+    ids, _, _ = fp.build_matrix(flat, np.zeros(n, np.int64), la, la.copy(), lb, VOCAB, width)
     before = ids.copy()
     positions, originals, budget = fp.mask_matrix(ids, la, lb, VOCAB, params,
                                                   np.random.default_rng(seed))
