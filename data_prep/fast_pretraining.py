@@ -5,16 +5,18 @@ Pipeline position: text files -> **sharded pre-training TFRecords** -> run_pretr
 
 How it differs from `--mode=original` (which reproduces the original's output exactly):
   * the input is cut into pieces of about `piece_mb` megabytes at document boundaries;
-    each piece is read, tokenized (C++, tensorflow-text), turned into instances (the same
-    chunking code as the original, `pretraining_instances`) and written on its own, so
-    memory stays bounded however large the corpus; random next sentences come from other
-    documents of the same piece;
+    each piece is read, tokenized (C++, tensorflow-text), turned into instances and
+    written on its own, so memory stays bounded however large the corpus; random next
+    sentences come from other documents of the same piece;
   * each piece has its own random streams, seeded from (`random_seed`, piece number), so
     the result is deterministic for a given seed, input and worker count, and pieces can
     be processed in any process or on any machine (`num_shards`/`shard_index`);
+  * chunking follows the original's rules (`pretraining_instances`) with every
+    (pass, document) walk advanced together, one NumPy step per chunk (`chunk_spans`);
   * masking (without whole-word masking) is done for all instances of a piece at once in
-    NumPy: the `num_to_predict` candidates with the smallest random keys are taken, and
-    one uniform draw per position decides [MASK] (80%) / keep (10%) / random token (10%);
+    NumPy: a uniform subset of `num_to_predict` candidates per row (Floyd's algorithm),
+    and one uniform draw per position decides [MASK] (80%) / keep (10%) / random token
+    (10%);
   * output files are divided among worker processes, each writing its own.
 """
 
