@@ -306,7 +306,7 @@ def mask_matrix_whole_words(ids, lengths, vocab_info, params, rng):
 
 
 def encode_piece(tokens, piece_index, vocab_info, params, dupe_factor, seed,
-                 batch_size=4096):
+                 batch_size=8192):
     """All instances of one piece, shuffled and masked, as serialized tf.train.Examples.
 
     Returns:
