@@ -100,9 +100,10 @@ def _split_words(tokenizer, text, unk_id):
     import tensorflow_text as tf_text
 
     classes = tokenizer._classes
-    delimiters = "|".join([classes["split"], classes["punctuation"], classes["cjk"]])
-    kept = "|".join([classes["punctuation"], classes["cjk"]])
-    words, begin, end = tf_text.regex_split_with_offsets(text, delimiters, kept)
+    # Split at whitespace, and punctuation and CJK characters are words of their own.
+    delimiters = "|".join([classes["split"], classes["split_off"]])
+    words, begin, end = tf_text.regex_split_with_offsets(text, delimiters,
+                                                         classes["split_off"])
     begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
     pieces = tokenizer.tokenize(words.flat_values)
     empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
