@@ -44,8 +44,7 @@ def check_chain(instances, doc, docs_bounds, seg_start, seg_end, target):
             assert b_hi - b_lo >= want or b_hi == r_last_end
             shorter = [e for e in seg_end if b_lo < e < b_hi]
             assert all(e - b_lo < want for e in shorter)
-            # A one-segment A that could have had a continuation got one at random;
-            # the chunk's unused segments are put back.
+            # The chunk's segments after A are put back: the next chunk starts after A.
             position = a_hi
         else:
             assert b_lo == a_hi, "B continues A"
