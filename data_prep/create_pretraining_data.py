@@ -92,7 +92,7 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     from data_prep import fast_pretraining
     from data_prep.graph_tokenizer import GraphTokenizer
     graph = GraphTokenizer(vocab_file, do_lower_case)
-    return lambda lines: fast_pretraining._tokenize(graph, lines, tf)
+    return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
 
 
 def run_original(files, outputs, vocab, params, progress):

@@ -444,14 +444,12 @@ def _tokenize_flat(tokenizer, lines, tf, batch=16384):
     return np.concatenate(values).astype(np.int64, copy=False), np.concatenate(splits)
 
 
-def _tokenize(tokenizer, texts, tf, batch=8192):
-    out = []
-    for start in range(0, len(texts), batch):
-        ragged = tokenizer.tokenize(tf.constant(texts[start:start + batch]), valid_utf8=True)
-        values = ragged.flat_values.numpy().tolist()
-        splits = ragged.row_splits.numpy().tolist()
-        out.extend(values[a:b] for a, b in zip(splits[:-1], splits[1:]))
-    return out
+def tokenize_lines(tokenizer, lines, tf):
+    """Lines (valid UTF-8 bytes) -> one list of ids per line (`--mode=original` with the
+    graph tokenizer)."""
+    values, splits = _tokenize_flat(tokenizer, lines, tf)
+    values, splits = values.tolist(), splits.tolist()
+    return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
 
 
 def _worker_main(job, queue):
