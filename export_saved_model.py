@@ -5,18 +5,21 @@ same at the end of training; this script exports any checkpoint later (a trainin
 checkpoint `output_dir/ckpt-N`, the best one `output_dir/best/model.ckpt`, or a Google
 checkpoint with the task's output layer). Signatures: `serving_default` (raw strings,
 in-graph tokenization) and `serving_ids` (token ids, core ops only); see
-`training/export.py`.
+`training/export.py` and each task's `tasks/*/export.py`.
 
-    python export_saved_model.py --task_type=classifier --bert_config_file=bert_config.json \
+    python export_saved_model.py --task_type=classification --bert_config_file=bert_config.json \
       --init_checkpoint=mrpc_out/best/model.ckpt --vocab_file=vocab.txt --do_lower_case \
       --max_seq_length=128 --labels=0,1 --pair --export_dir=mrpc_model
 """
 
 from absl import app, flags, logging
 
-flags.DEFINE_enum("task_type", "classifier", ["classifier", "tagger", "span"],
-                  "Which task head the checkpoint has: classifier (run_classifier.py), "
-                  "tagger (run_ner.py) or span (run_squad.py).")
+flags.DEFINE_enum("task_type", "classification",
+                  ["classification", "squad", "tagging", "classifier", "span", "tagger",
+                   "ner"],
+                  "Which task head the checkpoint has: classification (run_classifier.py), "
+                  "tagging (run_ner.py) or squad (run_squad.py). The older names "
+                  "classifier, tagger/ner and span are accepted too.")
 flags.DEFINE_integer("max_query_length", 64, "span: question pieces kept.")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
@@ -34,41 +37,38 @@ flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
 FLAGS = flags.FLAGS
 
 
+def _labels():
+    if FLAGS.labels_file:
+        with open(FLAGS.labels_file, encoding="utf-8") as f:
+            return [line.strip() for line in f if line.strip()]
+    return FLAGS.labels
+
+
 def main(_):
     for name in ("bert_config_file", "init_checkpoint", "vocab_file", "export_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required.")
-    if FLAGS.task_type == "span":
-        from modeling import BertConfig, BertSpanLabeler, load_checkpoint
-        from training.export import export_span_labeler
-        model = BertSpanLabeler(BertConfig.from_json_file(FLAGS.bert_config_file))
-        load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
-        export_span_labeler(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                            FLAGS.max_seq_length, FLAGS.max_query_length)
-        logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
-        return
-    labels = FLAGS.labels
-    if FLAGS.labels_file:
-        with open(FLAGS.labels_file, encoding="utf-8") as f:
-            labels = [line.strip() for line in f if line.strip()]
-    if not FLAGS.regression and not labels:
-        raise app.UsageError("--labels or --labels_file is required (or --regression).")
-    from modeling import BertClassifier, BertConfig, BertTokenClassifier, load_checkpoint
-    from training.export import export_classifier, export_tagger
+    import modeling
+    from tasks import canonical_name
 
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.task_type == "tagger":
-        model = BertTokenClassifier(config, len(labels))
-        load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
-        export_tagger(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                      FLAGS.max_seq_length, labels)
-        logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
-        return
-    num_classes = 1 if FLAGS.regression else len(labels)
-    model = BertClassifier(config, num_classes)
-    load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
-    export_classifier(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                      FLAGS.max_seq_length, labels, FLAGS.regression, FLAGS.pair)
+    task_type, labels = canonical_name(FLAGS.task_type), _labels()
+    if task_type != "squad" and not FLAGS.regression and not labels:
+        raise app.UsageError("--labels or --labels_file is required (or --regression).")
+    config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+    config.check_max_seq_length(FLAGS.max_seq_length)
+    common = (FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    if task_type == "squad":
+        from tasks.squad.export import export_squad as export
+        model, extra = modeling.BertSpanLabeler(config), (FLAGS.max_query_length,)
+    elif task_type == "tagging":
+        from tasks.tagging.export import export_tagging as export
+        model, extra = modeling.BertTokenClassifier(config, len(labels)), (labels,)
+    else:
+        from tasks.classification.export import export_classification as export
+        model = modeling.BertClassifier(config, 1 if FLAGS.regression else len(labels))
+        extra = (labels, FLAGS.regression, FLAGS.pair)
+    modeling.load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
+    export(model, FLAGS.export_dir, *common, *extra)
     logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
 
 

@@ -48,15 +48,10 @@ def main(_):
     from data_prep import packing
     from data_prep.tokenization import FullTokenizer
     from modeling import feature_extraction
-    from modeling.file_io import atomic_output
+    from data_prep.file_io import atomic_output
 
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds "
-                         f"max_position_embeddings={config.max_position_embeddings} in "
-                         f"{FLAGS.bert_config_file}.")
-    if FLAGS.max_seq_length < 3:
-        raise ValueError("--max_seq_length must be at least 3 ([CLS] x [SEP]).")
+    config.check_max_seq_length(FLAGS.max_seq_length)
     layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers,
                                                            config.num_hidden_layers)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)

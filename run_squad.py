@@ -3,6 +3,8 @@
 Pipeline position: a pre-trained checkpoint -> here -> predictions.json,
 nbest_predictions.json (and null_odds.json for v2.0), eval_results.txt. Same flags as the
 original `run_squad.py`, plus the shared training flags (strategies, dtypes, optimizer).
+The task is `tasks.squad`; the run is `training.runner.run`. With `--do_eval` while
+training, the predict file is scored at every checkpoint and the best one kept.
 
     python run_squad.py --vocab_file=$BERT/vocab.txt --bert_config_file=$BERT/bert_config.json \
       --init_checkpoint=$BERT/bert_model.ckpt --do_train --train_file=train-v1.1.json \
@@ -14,16 +16,13 @@ original `run_squad.py`, plus the shared training flags (strategies, dtypes, opt
 """
 
 import json
-import os
-import random
 
-from absl import app, flags, logging
+from absl import app, flags
 
-from training import fine_tuning
 from training import flags as training_flags
 
 training_flags.define_common_flags()
-fine_tuning.define_fine_tuning_flags()
+training_flags.define_fine_tuning_flags()
 flags.FLAGS.set_default("max_seq_length", 384)
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training (train-v1.1.json).")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (dev-v1.1.json).")
@@ -45,128 +44,49 @@ flags.DEFINE_string("context", None, "The passage for --question.")
 FLAGS = flags.FLAGS
 
 
-def _score(dataset, predictions, null_odds=None):
-    """Official metrics of `predictions` against the "data" list of a SQuAD file."""
-    from training import squad_metrics
-    if FLAGS.version_2_with_negative:
-        return squad_metrics.evaluate_v2(dataset, predictions, null_odds)
-    return squad_metrics.evaluate_v1(dataset, predictions)
-
-
 def _eval_only():
     for name in ("predict_file", "predictions_file"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--do_eval_only needs --{name}.")
+    from tasks.squad.data import load_json
+    from tasks.squad.task import score
     with open(FLAGS.predictions_file, encoding="utf-8") as f:
         predictions = json.load(f)
     odds = None
     if FLAGS.null_odds_file:
         with open(FLAGS.null_odds_file, encoding="utf-8") as f:
             odds = json.load(f)
-    from data_prep.squad import load_json
-    print(json.dumps(_score(load_json(FLAGS.predict_file)["data"], predictions, odds)))
+    print(json.dumps(score(load_json(FLAGS.predict_file), predictions, odds,
+                           FLAGS.version_2_with_negative)))
 
 
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
-    interactive = FLAGS.question is not None
-    if not (FLAGS.do_train or FLAGS.do_predict or interactive or FLAGS.export_dir):
-        raise app.UsageError("At least one of --do_train, --do_predict, --question, "
-                             "--do_eval_only.")
-    for name in ("vocab_file", "bert_config_file") + (() if interactive else ("output_dir",)):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required.")
-    if FLAGS.do_train and not FLAGS.train_file:
-        raise app.UsageError("--do_train needs --train_file.")
-    if FLAGS.do_predict and not FLAGS.predict_file:
-        raise app.UsageError("--do_predict needs --predict_file.")
-    if interactive and FLAGS.context is None:
+    question, stages = FLAGS.question, (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict
+                                        or FLAGS.export_dir)
+    if not (stages or question is not None):
+        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict, "
+                             "--export_dir, --question, --do_eval_only.")
+    if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
+    from tasks.squad import SquadConfig, SquadTask
+    from training import runner
+    from training.config import RuntimeConfig, TrainerConfig
 
-    from data_prep import squad
-    from data_prep.tokenization import FullTokenizer
-    from modeling import BertSpanLabeler, load_checkpoint
-    from modeling.file_io import atomic_write_text
-    from training.distribution import is_chief
-    from training.span_task import SpanTask, predict_spans
-    from training.squad_predictions import compute_predictions
-
-    config, strategy, loss_scale = fine_tuning.set_up(FLAGS)
-    import tensorflow as tf
-
-    tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    with strategy.scope():
-        model = BertSpanLabeler(config)
-    output_dir = FLAGS.output_dir
-    resuming = bool(output_dir) and tf.train.latest_checkpoint(output_dir) is not None
-    if FLAGS.init_checkpoint and not resuming:
-        load_checkpoint(model, FLAGS.init_checkpoint)
-
-    def features_of(examples, is_training):
-        return squad.convert_examples(examples, tokenizer, FLAGS.max_seq_length,
-                                      FLAGS.doc_stride, FLAGS.max_query_length, is_training)
-
-    def answer(examples):
-        features = features_of(examples, False)
-        starts, ends = predict_spans(model, squad.feature_arrays(features, False),
-                                     FLAGS.predict_batch_size)
-        return compute_predictions(examples, features, starts, ends, FLAGS.n_best_size,
-                                   FLAGS.max_answer_length, FLAGS.do_lower_case,
-                                   FLAGS.version_2_with_negative,
-                                   FLAGS.null_score_diff_threshold), len(features)
-
-    if FLAGS.do_train:
-        examples, counts = squad.read_squad(FLAGS.train_file, True,
-                                            FLAGS.version_2_with_negative)
-        logging.info("Read %s: %d training examples; %s", FLAGS.train_file, len(examples),
-                     counts)
-        random.Random(12345).shuffle(examples)  # as the original
-        features = features_of(examples, True)
-        arrays = squad.feature_arrays(features, True)
-        logging.info("%d features.", len(features))
-        trainer, num_train_steps = fine_tuning.build_trainer(
-            FLAGS, strategy, model, SpanTask(), len(examples), loss_scale)
-        train_dataset = fine_tuning.array_dataset_fn(arrays, FLAGS)
-        fine_tuning.train(FLAGS, trainer, train_dataset, num_train_steps)
-    elif resuming:
-        load_checkpoint(model, tf.train.latest_checkpoint(output_dir), strict=True)
-
-    if FLAGS.export_dir and is_chief(strategy) and not interactive:
-        from training.export import export_span_labeler
-        export_span_labeler(model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                            FLAGS.max_seq_length, FLAGS.max_query_length)
-        logging.info("Exported a SavedModel to %s.", FLAGS.export_dir)
-
-    if interactive:
-        examples, _ = squad.read_squad_from_text(FLAGS.question, FLAGS.context)
-        (predictions, nbest, _), _ = answer(examples)
-        best = nbest["question"][0]
-        print(json.dumps({"answer": predictions["question"],
-                          "probability": best["probability"],
-                          "score": best["start_logit"] + best["end_logit"]},
-                         ensure_ascii=False))
-        return
-
-    if FLAGS.do_predict and is_chief(strategy):
-        data = squad.load_json(FLAGS.predict_file)  # read once: examples and scoring
-        examples, counts = squad.squad_examples(data, FLAGS.predict_file, False)
-        (predictions, nbest, null_odds), n_features = answer(examples)
-        for name, value in (("predictions.json", predictions),
-                            ("nbest_predictions.json", nbest)) + (
-                (("null_odds.json", null_odds),) if FLAGS.version_2_with_negative else ()):
-            atomic_write_text(os.path.join(output_dir, name),
-                              json.dumps(value, indent=4, ensure_ascii=False) + "\n")
-        logging.info("Predicted %d questions (%d features); %s", len(examples), n_features,
-                     counts)
-        has_answers = any(qa.get("answers") for article in data["data"]
-                          for p in article.get("paragraphs", []) for qa in p.get("qas", []))
-        if has_answers:
-            results = _score(data["data"], predictions,
-                             null_odds if FLAGS.version_2_with_negative else None)
-            atomic_write_text(os.path.join(output_dir, "eval_results.txt"), "".join(
-                f"{k} = {v}\n" for k, v in sorted(results.items())))
-            print(json.dumps(results))
+    task = SquadTask(training_flags.config_from_flags(SquadConfig, FLAGS))
+    runtime = training_flags.config_from_flags(RuntimeConfig, FLAGS)
+    model = None
+    if stages:
+        result = runner.run(task, training_flags.config_from_flags(TrainerConfig, FLAGS),
+                            runtime, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+                            do_predict=FLAGS.do_predict)
+        if result.predict_results is not None:
+            print(json.dumps(result.predict_results))
+        model = result.model
+    if question is not None:
+        model = model or runner.inference_model(task, FLAGS.output_dir, runtime)
+        print(json.dumps(task.answer(model, question, FLAGS.context), ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=1e-4)
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
-    from data_prep import conll
+    from tasks.tagging import conll
 
     folder = os.path.join(args.shared_dir, "conll2003")
     for original, converted in (("eng.train", "train.txt"), ("eng.testa", "dev.txt"),

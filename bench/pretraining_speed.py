@@ -80,7 +80,7 @@ class Ours:
         from modeling import BertConfig, BertPretrainer
         from training.loop import Trainer
         from training.optimizers import create_optimizer
-        from training.pretraining_task import PretrainingTask
+        from tasks.pretraining import PretrainingTask
         layers, hidden, heads, inter = cfg
         config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
                             num_attention_heads=heads, intermediate_size=inter)

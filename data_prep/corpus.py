@@ -7,7 +7,7 @@ Pipeline position: text files (from `extract_wikipedia`, `extract_bookcorpus` or
 
 import dataclasses
 
-from data_prep import paths
+from data_prep import file_io
 
 
 class CorpusError(ValueError):
@@ -34,7 +34,7 @@ def expand_input_patterns(spec):
     """
     files = []
     for pattern in [p.strip() for p in spec.split(",") if p.strip()]:
-        matches = paths.glob(pattern)
+        matches = file_io.glob(pattern)
         if not matches:
             raise CorpusError(f"{pattern}: no input file matches this pattern.")
         files.extend(matches)
@@ -71,7 +71,7 @@ def iter_lines(path, stats):
     """Yields each line of `path` as `clean_line` makes it (stripped, valid UTF-8, b"" for
     a document break; lines that had invalid bytes are counted in `stats`)."""
     try:
-        f = paths.open_binary(path)
+        f = file_io.open_binary(path)
     except OSError as e:
         raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
     stats.files += 1

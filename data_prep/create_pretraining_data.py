@@ -130,8 +130,8 @@ def run_original(files, outputs, vocab, params, progress):
 def run_fast(files, outputs, params, progress):
     from data_prep import fast_pretraining
 
-    from data_prep import paths
-    if all(paths.size(f) == 0 for f in files):
+    from data_prep import file_io
+    if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
     pieces = fast_pretraining.plan_pieces(files, FLAGS.piece_mb)
     pieces = pieces[FLAGS.shard_index::FLAGS.num_shards]
@@ -145,8 +145,8 @@ def run_fast(files, outputs, params, progress):
     totals = fast_pretraining.run(jobs, progress)
     if totals["documents"] == 0:
         for path in outputs:  # the empty shards this run just wrote
-            if paths.exists(path) and paths.size(path) == 0:
-                paths.remove(path)
+            if file_io.exists(path) and file_io.size(path) == 0:
+                file_io.remove(path)
         raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
                          f"empty or tokenizes to nothing).")
     return totals

@@ -9,7 +9,7 @@ import os
 
 import tensorflow as tf
 
-from data_prep.pretraining_records import temporary_name
+from data_prep import file_io
 
 
 class DocumentWriter:
@@ -25,10 +25,14 @@ class DocumentWriter:
         self.sentences = 0
 
     def __enter__(self):
+        self._files = []
         try:
             tf.io.gfile.makedirs(self.output_dir)
-            self._files = [tf.io.gfile.GFile(temporary_name(p), "wb") for p in self.paths]
+            self._publish = file_io.atomic_paths(self.paths)
+            temps = self._publish.__enter__()
+            self._files = [tf.io.gfile.GFile(tmp, "wb") for tmp in temps]
         except (tf.errors.OpError, OSError) as e:
+            self.__exit__(type(e), e, None)
             raise ValueError(f"{self.output_dir}: cannot write the output folder ({e}).") \
                 from e
         return self
@@ -46,10 +50,8 @@ class DocumentWriter:
     def __exit__(self, exc_type, exc, tb):
         for f in self._files:
             f.close()
-        for path in self.paths:
-            tmp = temporary_name(path)
-            if exc_type is None:
-                tf.io.gfile.rename(tmp, path, overwrite=True)
-            elif tf.io.gfile.exists(tmp):
-                tf.io.gfile.remove(tmp)
+        publish = getattr(self, "_publish", None)
+        if publish is not None:
+            self._publish = None
+            publish.__exit__(exc_type, exc, tb)  # all files published, or none
         return False

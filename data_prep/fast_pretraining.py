@@ -28,7 +28,7 @@ import random
 
 import numpy as np
 
-from data_prep import corpus, paths, pretraining_instances as pi
+from data_prep import corpus, file_io, pretraining_instances as pi
 
 DEFAULT_PIECE_MB = 1
 
@@ -47,7 +47,7 @@ def plan_pieces(files, piece_mb=DEFAULT_PIECE_MB):
     step = max(1, int(piece_mb * 2 ** 20))
     pieces = []
     for path in files:
-        size = paths.size(path)
+        size = file_io.size(path)
         for start in range(0, max(size, 1), step):
             pieces.append(Piece(len(pieces), path, start, min(start + step, size)))
     return pieces
@@ -58,7 +58,7 @@ def read_piece(piece, stats):
     piece not at offset 0 skips to just after the first blank line at or after its start,
     and every piece reads on past its end to the next blank line."""
     try:
-        f = paths.open_binary(piece.path)
+        f = file_io.open_binary(piece.path)
     except OSError as e:
         raise corpus.CorpusError(f"{piece.path}: cannot read the input file ({e}).") from e
     with f:

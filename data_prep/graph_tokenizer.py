@@ -34,7 +34,7 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_prep import tokenization
+from data_prep import file_io, tokenization
 
 # tensorflow-text counts its per-word limit in bytes; the original counts characters. Let
 # every word of up to 200 characters (at most 4 bytes each) through, and apply the
@@ -80,11 +80,7 @@ def _cached(kind, compute):
         pass
     value = compute()
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(value, f)
-        os.replace(tmp, path)
+        file_io.atomic_write_text(path, json.dumps(value))
     except OSError:
         pass
     return value
@@ -232,6 +228,23 @@ class GraphTokenizer(tf.Module):
         texts = tf.strings.regex_replace(texts, c["other_spaces"], " ")
         texts = tf.strings.regex_replace(texts, c["split_off"], r" \0 ")
         return tf_text.WhitespaceTokenizer().tokenize(texts)
+
+    def split_words_with_offsets(self, texts):
+        """Raw strings -> the words `BasicTokenizer` sees before WordPiece, with where
+        they are: split at whitespace, punctuation and CJK characters being words of
+        their own; no cleaning or lower-casing (so each word is a slice of its input).
+
+        Example: "Hi, Ulm!" -> words ["Hi", ",", "Ulm", "!"], begin [0, 2, 4, 7], end
+        [2, 3, 7, 8].
+
+        Returns:
+            (words, begin, end): ragged tf.string [batch, (words)] and their byte
+            offsets into the input (ragged int32, end exclusive).
+        """
+        c = self._classes
+        words, begin, end = tf_text.regex_split_with_offsets(
+            texts, "|".join([c["split"], c["split_off"]]), c["split_off"])
+        return words, tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
 
     def tokenize(self, texts, valid_utf8=False):
         """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids (see

@@ -13,6 +13,10 @@ input_mask:    1    1   1    1    1     1     1   1    1  1  1  1  1   1   (0 on
 
 import dataclasses
 
+# The model's three inputs, named as the original's features (and the TFRecords' keys):
+# every reader, task, loop and export uses these names.
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
 
 @dataclasses.dataclass
 class PackedInput:

@@ -15,6 +15,8 @@ import os
 
 import tensorflow as tf
 
+from data_prep import file_io
+
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                  "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 
@@ -95,43 +97,36 @@ def serialize_instances(instances, max_seq_length, max_predictions_per_seq):
     })
 
 
-def temporary_name(path):
-    directory, base = os.path.split(path)
-    return os.path.join(directory, f".tmp-{os.getpid()}-{base}")
-
-
 @contextlib.contextmanager
 def shard_writers(paths):
-    """TFRecord writers for `paths`, each writing to a temporary name in the same folder;
-    on success every file is renamed to its final name, on failure every temporary file is
-    removed. An interrupted run therefore never leaves a shard under its final name.
+    """TFRecord writers for `paths`, each writing to a temporary name in the same folder
+    (`data_prep.file_io.atomic_paths`): on success every file is renamed to its final name,
+    on failure every temporary file is removed. An interrupted run therefore never leaves
+    a shard under its final name.
 
     Raises:
         OSError-like `ValueError` naming the folder when it cannot be written.
     """
-    temps = [temporary_name(p) for p in paths]
+    for path in paths:
+        try:
+            file_io.makedirs(os.path.dirname(path))
+        except (tf.errors.OpError, OSError) as e:
+            raise ValueError(f"{path}: cannot write the output file ({e}).") from e
     writers = []
     try:
-        for path, tmp in zip(paths, temps):
-            directory = os.path.dirname(path) or "."
-            try:
-                tf.io.gfile.makedirs(directory)
-                writers.append(tf.io.TFRecordWriter(tmp))
-            except (tf.errors.OpError, OSError) as e:
-                raise ValueError(f"{path}: cannot write the output file ({e}).") from e
-        yield writers
-        for writer in writers:
-            writer.close()
-        for tmp, path in zip(temps, paths):
-            tf.io.gfile.rename(tmp, path, overwrite=True)
+        with file_io.atomic_paths(paths) as temps:
+            for path, tmp in zip(paths, temps):
+                try:
+                    writers.append(tf.io.TFRecordWriter(tmp))
+                except (tf.errors.OpError, OSError) as e:
+                    raise ValueError(f"{path}: cannot write the output file ({e}).") from e
+            yield writers
+            for writer in writers:
+                writer.close()
     except BaseException:
         for writer in writers:
             with contextlib.suppress(Exception):
                 writer.close()
-        for tmp in temps:
-            with contextlib.suppress(Exception):
-                if tf.io.gfile.exists(tmp):
-                    tf.io.gfile.remove(tmp)
         raise
 
 

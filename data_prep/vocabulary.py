@@ -12,6 +12,7 @@ pieces.
 
 import collections
 
+from data_prep import file_io
 from data_prep.tokenization import BasicTokenizer
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -99,5 +100,4 @@ def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
 
 
 def write_vocabulary(tokens, path):
-    from modeling.file_io import atomic_write_text
-    atomic_write_text(path, "".join(t + "\n" for t in tokens))
+    file_io.atomic_write_text(path, "".join(t + "\n" for t in tokens))

@@ -21,7 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from modeling import checkpoint_mapping as mapping
-from modeling import file_io
+from data_prep import file_io
 
 GOOGLE = "google_tf1"
 HUGGING_FACE = "hugging_face_safetensors"
@@ -283,12 +283,10 @@ def save_google_checkpoint(model, prefix):
     prefix = str(prefix)
     arrays = _canonical_arrays(model)
     names = sorted(arrays)
-    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
-    tf.io.gfile.makedirs(os.path.dirname(prefix) or ".")
-    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
-                      shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(arrays[n]) for n in names])
-    file_io.publish_checkpoint(tmp_prefix, prefix)
+    with file_io.atomic_checkpoint(prefix) as tmp_prefix:
+        tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
+                          shape_and_slices=[""] * len(names),
+                          tensors=[tf.constant(arrays[n]) for n in names])
     return prefix
 
 
@@ -297,9 +295,8 @@ def save_tf2_checkpoint(model, prefix):
     root child `model`), atomically. Returns the prefix written."""
     prefix = str(prefix)
     weights = {name: variable for name, (variable, _) in mapping.variable_map(model).items()}
-    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
-    tf.train.Checkpoint(**{TF2_WEIGHTS_KEY: weights}).write(tmp_prefix)
-    file_io.publish_checkpoint(tmp_prefix, prefix)
+    with file_io.atomic_checkpoint(prefix) as tmp_prefix:
+        tf.train.Checkpoint(**{TF2_WEIGHTS_KEY: weights}).write(tmp_prefix)
     return prefix
 
 

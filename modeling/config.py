@@ -14,6 +14,7 @@ import copy
 import json
 import math
 
+from data_prep import file_io
 from modeling.activations import SUPPORTED_ACTIVATIONS
 
 # Field -> (default, type). `vocab_size` has no default, as in the original.
@@ -156,7 +157,6 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, json_file):
-        from modeling import file_io  # late import: file_io imports TensorFlow.
         file_io.atomic_write_text(json_file, self.to_json_string())
 
     # ----------------------------------------------------------------------------- checks
@@ -186,9 +186,20 @@ class BertConfig:
                 f"{where}: field 'hidden_act' is '{self.hidden_act}', which is not a known "
                 f"activation. Use one of: {', '.join(sorted(SUPPORTED_ACTIVATIONS))}.")
 
-    @property
-    def head_size(self):
-        return self.hidden_size // self.num_attention_heads
+    def check_max_seq_length(self, max_seq_length):
+        """The one check of an input length against this model: at least 3 pieces
+        ([CLS] x [SEP]) and at most `max_position_embeddings`.
+
+        Raises:
+            BertConfigError: naming the flag, the field and the config file.
+        """
+        if max_seq_length < 3:
+            raise BertConfigError(f"--max_seq_length={max_seq_length}: must be at least 3 "
+                                  f"([CLS] x [SEP]).")
+        if max_seq_length > self.max_position_embeddings:
+            raise BertConfigError(
+                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+                f"{self.max_position_embeddings} in {self.source or 'the model config'}.")
 
     def encoder_kwargs(self):
         """The `BertEncoder` constructor arguments this config describes."""

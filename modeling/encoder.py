@@ -9,11 +9,20 @@ import keras
 import numpy as np
 from keras import ops
 
+from data_prep.packing import INPUT_NAMES
 from modeling.config import BertConfig
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
 from modeling.layers.initializers import truncated_normal
 
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+# Constructor argument -> BertConfig field (the original's name).
+_CONFIG_FIELDS = {
+    "hidden_size": "hidden_size", "num_layers": "num_hidden_layers",
+    "num_attention_heads": "num_attention_heads", "intermediate_size": "intermediate_size",
+    "hidden_act": "hidden_act", "hidden_dropout_prob": "hidden_dropout_prob",
+    "attention_probs_dropout_prob": "attention_probs_dropout_prob",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
+}
 
 
 def _select_inputs(inputs):
@@ -42,7 +51,8 @@ class BertEncoder(keras.Model):
     from keyword arguments (`BertEncoder(**config.encoder_kwargs())`).
 
     Args:
-        vocab_size: int, or a `BertConfig` (then every other argument comes from it).
+        vocab_size: int, or a `BertConfig` (then every other argument comes from it, and
+            passing any of them as well is an error). The others are keyword-only.
         hidden_size: int. Defaults to 768.
         num_layers: int. Number of Transformer blocks. Defaults to 12.
         num_attention_heads: int. Defaults to 12.
@@ -77,35 +87,51 @@ class BertEncoder(keras.Model):
     ```
     """
 
-    def __init__(self, vocab_size, hidden_size=768, num_layers=12, num_attention_heads=12,
-                 intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
-                 attention_probs_dropout_prob=0.1, max_position_embeddings=512,
-                 type_vocab_size=16, initializer_range=0.02, dtype=None, **kwargs):
+    def __init__(self, vocab_size, *, hidden_size=None, num_layers=None,
+                 num_attention_heads=None, intermediate_size=None, hidden_act=None,
+                 hidden_dropout_prob=None, attention_probs_dropout_prob=None,
+                 max_position_embeddings=None, type_vocab_size=None,
+                 initializer_range=None, dtype=None, **kwargs):
+        arguments = {name: value for name, value in (
+            ("hidden_size", hidden_size), ("num_layers", num_layers),
+            ("num_attention_heads", num_attention_heads),
+            ("intermediate_size", intermediate_size), ("hidden_act", hidden_act),
+            ("hidden_dropout_prob", hidden_dropout_prob),
+            ("attention_probs_dropout_prob", attention_probs_dropout_prob),
+            ("max_position_embeddings", max_position_embeddings),
+            ("type_vocab_size", type_vocab_size), ("initializer_range", initializer_range),
+        ) if value is not None}
         if isinstance(vocab_size, BertConfig):
-            return self.__init__(**vocab_size.encoder_kwargs(), dtype=dtype, **kwargs)
-        # Validate through BertConfig so that constructor arguments get the same checks
-        # (and messages) as a bert_config.json.
-        config = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size,
-                       num_hidden_layers=num_layers, num_attention_heads=num_attention_heads,
-                       intermediate_size=intermediate_size, hidden_act=hidden_act,
-                       hidden_dropout_prob=hidden_dropout_prob,
-                       attention_probs_dropout_prob=attention_probs_dropout_prob,
-                       max_position_embeddings=max_position_embeddings,
-                       type_vocab_size=type_vocab_size, initializer_range=initializer_range,
-                       source="BertEncoder arguments")
+            if arguments:
+                raise TypeError(f"BertEncoder: pass a BertConfig or keyword arguments, not "
+                                f"both (got {sorted(arguments)} beside the config).")
+            given = vocab_size
+            vocab_size = given.vocab_size
+            arguments = {k: getattr(given, field) for k, field in _CONFIG_FIELDS.items()}
+        # Validated by BertConfig, so that constructor arguments get the same checks (and
+        # messages) as a bert_config.json; unset arguments get its defaults. Only the
+        # architecture is kept (a config file's extra keys are not the encoder's).
+        c = config = BertConfig(vocab_size=vocab_size, source="BertEncoder arguments",
+                                **{_CONFIG_FIELDS[k]: v for k, v in arguments.items()})
 
         # === Layers ===
         embeddings = BertEmbeddings(
-            vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
-            hidden_dropout_prob, initializer_range, dtype=dtype, name="embeddings")
+            vocab_size=c.vocab_size, hidden_size=c.hidden_size,
+            max_position_embeddings=c.max_position_embeddings,
+            type_vocab_size=c.type_vocab_size, hidden_dropout_prob=c.hidden_dropout_prob,
+            initializer_range=c.initializer_range, dtype=dtype, name="embeddings")
         blocks = [
-            TransformerBlock(hidden_size, num_attention_heads, intermediate_size, hidden_act,
-                             hidden_dropout_prob, attention_probs_dropout_prob,
-                             initializer_range, dtype=dtype, name=f"transformer_layer_{i}")
-            for i in range(num_layers)
+            TransformerBlock(
+                hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
+                intermediate_size=c.intermediate_size, hidden_act=c.hidden_act,
+                hidden_dropout_prob=c.hidden_dropout_prob,
+                attention_probs_dropout_prob=c.attention_probs_dropout_prob,
+                initializer_range=c.initializer_range, dtype=dtype,
+                name=f"transformer_layer_{i}")
+            for i in range(c.num_hidden_layers)
         ]
-        pooler = keras.layers.Dense(hidden_size, activation="tanh",
-                                    kernel_initializer=truncated_normal(initializer_range),
+        pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
+                                    kernel_initializer=truncated_normal(c.initializer_range),
                                     dtype=dtype, name="pooler")
 
         # === Functional Model ===
@@ -128,17 +154,17 @@ class BertEncoder(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
+        self.vocab_size = c.vocab_size
+        self.hidden_size = c.hidden_size
+        self.num_layers = c.num_hidden_layers
+        self.num_attention_heads = c.num_attention_heads
+        self.intermediate_size = c.intermediate_size
+        self.hidden_act = c.hidden_act
+        self.hidden_dropout_prob = c.hidden_dropout_prob
+        self.attention_probs_dropout_prob = c.attention_probs_dropout_prob
+        self.max_position_embeddings = c.max_position_embeddings
+        self.type_vocab_size = c.type_vocab_size
+        self.initializer_range = c.initializer_range
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler

@@ -71,10 +71,11 @@ class BertPretrainer(_EncoderModel):
     def __init__(self, encoder, **kwargs):
         super().__init__(encoder, **kwargs)
         enc = self.encoder
-        self.masked_lm = MaskedLMHead(enc.vocab_size, enc.hidden_size, enc.hidden_act,
-                                      enc.initializer_range, dtype=enc.dtype_policy,
-                                      name="masked_lm")
-        self.next_sentence = ClassificationHead(2, dropout_rate=0.0,
+        self.masked_lm = MaskedLMHead(vocab_size=enc.vocab_size, hidden_size=enc.hidden_size,
+                                      hidden_act=enc.hidden_act,
+                                      initializer_range=enc.initializer_range,
+                                      dtype=enc.dtype_policy, name="masked_lm")
+        self.next_sentence = ClassificationHead(num_classes=2, dropout_rate=0.0,
                                                 initializer_range=enc.initializer_range,
                                                 dtype=enc.dtype_policy, name="next_sentence")
         self.masked_lm.build()
@@ -105,12 +106,12 @@ class BertClassifier(_EncoderModel):
         dict with "logits" (float [batch_size, num_classes]) and "pooled_output".
     """
 
-    def __init__(self, encoder, num_classes, dropout_rate=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, *, dropout_rate=0.1, **kwargs):
         super().__init__(encoder, **kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
-        self.classifier = ClassificationHead(num_classes, dropout_rate,
-                                             self.encoder.initializer_range,
+        self.classifier = ClassificationHead(num_classes=num_classes, dropout_rate=dropout_rate,
+                                             initializer_range=self.encoder.initializer_range,
                                              dtype=self.encoder.dtype_policy,
                                              name="classifier")
         self.classifier.build((None, self.encoder.hidden_size))
@@ -135,7 +136,7 @@ class BertSpanLabeler(_EncoderModel):
 
     def __init__(self, encoder, **kwargs):
         super().__init__(encoder, **kwargs)
-        self.span_head = SpanLabelingHead(self.encoder.initializer_range,
+        self.span_head = SpanLabelingHead(initializer_range=self.encoder.initializer_range,
                                           dtype=self.encoder.dtype_policy, name="span")
         self.span_head.build((None, None, self.encoder.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
@@ -159,12 +160,12 @@ class BertTokenClassifier(_EncoderModel):
         dict with "logits", float [batch_size, seq_length, num_labels].
     """
 
-    def __init__(self, encoder, num_labels, dropout_rate=0.1, **kwargs):
+    def __init__(self, encoder, num_labels, *, dropout_rate=0.1, **kwargs):
         super().__init__(encoder, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.tagger = TokenClassificationHead(num_labels, dropout_rate,
-                                              self.encoder.initializer_range,
+        self.tagger = TokenClassificationHead(num_labels=num_labels, dropout_rate=dropout_rate,
+                                              initializer_range=self.encoder.initializer_range,
                                               dtype=self.encoder.dtype_policy, name="tagger")
         self.tagger.build((None, None, self.encoder.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load

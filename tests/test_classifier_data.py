@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_prep import classifier_data as cd
-from data_prep.classifier_features import convert_examples
+from tasks.classification import data as cd
+from tasks.classification.features import convert_examples
 from data_prep.graph_packing import pack_ids
 from data_prep.packing import truncate_seq_pair
 from data_prep.tokenization import validate_case_matches_checkpoint

@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from data_prep import conll
-from data_prep.tagging_features import convert_sentences, plan_windows, word_predictions
+from tasks.tagging import conll
+from tasks.tagging.features import convert_sentences, plan_windows, word_predictions
 from data_prep.tokenization import FullTokenizer
-from training.ner_metrics import chunks, evaluate
+from tasks.tagging.metrics import chunks, evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)

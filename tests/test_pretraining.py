@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_prep.pretraining_input import pretraining_dataset
+from tasks.pretraining.input import pretraining_dataset
 from modeling import BertConfig, BertPretrainer
 from pretraining_data import TINY_TRAINING_CONFIG, write_records
 from training.loop import Trainer, TrainingDivergedError
 from training.optimizers import _PreReducedGradients, create_optimizer
-from training.pretraining_task import PretrainingTask
+from tasks.pretraining import PretrainingTask
 
 SEQ, PRED = 24, 4
 

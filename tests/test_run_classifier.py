@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from training import classification_metrics as m
+from tasks.classification import metrics as m
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -121,8 +121,8 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     assert np.mean(probabilities.argmax(1) == np.arange(20) % 2) >= 0.9
 
     # The export, in a fresh process with only tensorflow and tensorflow_text.
-    from data_prep.classifier_data import InputExample
-    from data_prep.classifier_features import convert_examples
+    from tasks.classification.data import InputExample
+    from tasks.classification.features import convert_examples
     features = convert_examples([InputExample(str(i), s) for i, s in enumerate(toy["test"])],
                                 str(toy["folder"] / "vocab.txt"), True, 16)
     reloaded = json.loads(_run([sys.executable, "-c", RELOAD, export,
@@ -174,15 +174,15 @@ def test_bad_input_is_named(toy, tmp_path):
 def test_pair_export_matches_the_model_on_python_features(toy, tmp_path):
     import tensorflow as tf
 
-    from data_prep.classifier_data import InputExample
-    from data_prep.classifier_features import convert_examples
+    from tasks.classification.data import InputExample
+    from tasks.classification.features import convert_examples
     from modeling import BertClassifier, BertConfig
-    from training.export import export_classifier
+    from tasks.classification.export import export_classification
 
     vocab = str(toy["folder"] / "vocab.txt")
     config = BertConfig.from_json_file(str(toy["folder"] / "bert_config.json"))
     model = BertClassifier(config, 3)
-    export_classifier(model, str(tmp_path / "pair"), vocab, True, 12,
+    export_classification(model, str(tmp_path / "pair"), vocab, True, 12,
                       ["contradiction", "entailment", "neutral"], pair=True)
     pairs = [("The movie was good", "A FILM was great and very nice really"),
              ("bad plot " * 10, "the acting"), ("a film", "")]

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from data_prep import squad
+from tasks.squad import data as squad
 from data_prep.tokenization import FullTokenizer
-from training.squad_metrics import evaluate_v1, evaluate_v2
-from training.squad_predictions import get_final_text
+from tasks.squad.metrics import evaluate_v1, evaluate_v2
+from tasks.squad.predictions import get_final_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -210,7 +210,7 @@ print(sys.argv[3][ts[best[1]]:te[best[2]]])
 
 
 def test_predictions_from_logits_by_hand(tmp_path):
-    from training.squad_predictions import compute_predictions
+    from tasks.squad.predictions import compute_predictions
 
     tokenizer = _tokenizer(tmp_path, ["who", "?", "ann", "met", "bob", "in", "oslo", "."])
     example = squad.SquadExample("q1", "who ?", ["Ann", "met", "Bob", "in", "Oslo."])
@@ -255,14 +255,14 @@ def test_export_logits_equal_the_model_on_python_features(tmp_path):
     import tensorflow as tf
 
     from modeling import BertConfig, BertSpanLabeler
-    from training.export import export_span_labeler
+    from tasks.squad.export import export_squad
 
     words = ["who", "met", "bob", "in", "oslo", "ann", "?", ".", ",", "caf", "##e"]
     tokenizer = _tokenizer(tmp_path, words)
     config = BertConfig(vocab_size=len(words) + 5, hidden_size=16, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=32)
     model = BertSpanLabeler(config)
-    export_span_labeler(model, str(tmp_path / "m"), str(tmp_path / "vocab.txt"), True, 24, 4)
+    export_squad(model, str(tmp_path / "m"), str(tmp_path / "vocab.txt"), True, 24, 4)
     question, context = "Who met Bob?", "Ann  met Bob, in Oslo. Café!"
     example = squad.SquadExample("q", question, context.split())
     feature = squad.convert_examples([example], tokenizer, 24, 8, 4, False)[0]

@@ -1,7 +1,7 @@
-"""Distribution strategies and mixed precision from command-line flags.
+"""Distribution strategies, mixed precision and XLA, from a `training.config.RuntimeConfig`.
 
-Pipeline position: every entry point calls `get_strategy` and `set_precision` before
-building its model.
+Pipeline position: the runner (`training.runner`) calls `set_up` before any other
+TensorFlow op and before building its model; the loop asks `is_chief` who writes.
 """
 
 import json
@@ -60,6 +60,34 @@ def set_precision(dtype):
     return dtype == "float16"
 
 
+def set_up(runtime):
+    """Logical CPU devices, the strategy, the global seed and the precision policy of
+    `runtime` (a `training.config.RuntimeConfig`). Call it before anything runs a
+    TensorFlow op: devices and collective ops (multi_worker_mirrored) can only be
+    configured at program start.
+
+    Returns:
+        (strategy, loss_scale): loss_scale is True when the optimizer needs dynamic loss
+        scaling (float16).
+    """
+    use_cpu_devices(runtime.num_cpu_devices)
+    name = "tpu" if runtime.use_tpu else runtime.distribution_strategy
+    strategy = get_strategy(name, runtime.tpu_name, runtime.tpu_zone, runtime.gcp_project)
+    keras.utils.set_random_seed(runtime.seed)
+    loss_scale = set_precision(runtime.dtype)
+    logging.info("Strategy %s with %d replicas; dtype %s.", type(strategy).__name__,
+                 strategy.num_replicas_in_sync, runtime.dtype)
+    return strategy, loss_scale
+
+
+def use_xla(setting):
+    """`--use_xla`: "true", "false", or "auto" (on when there is a GPU; TPUs compile
+    anyway)."""
+    if setting != "auto":
+        return setting == "true"
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
 def _task():
     config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
     return config.get("task", {}), config.get("cluster", {})
@@ -73,7 +101,7 @@ def is_chief(strategy):
     kind, index = task.get("type"), task.get("index", 0)
     if kind == "chief":
         return True
-    return kind == "worker" and index == 0 and "chief" not in cluster or not task
+    return (kind == "worker" and index == 0 and "chief" not in cluster) or not task
 
 
 def worker_index(strategy):

@@ -1,14 +1,19 @@
-"""Command-line flags every training entry point shares (absl), with the original's names.
+"""Command-line flags every training entry point shares (absl), with the original's names,
+and the one place where flags become settings.
 
 Pipeline position: `run_pretraining.py`, `run_classifier.py`, `run_squad.py` and
-`run_ner.py` call `define_common_flags()` and then read `FLAGS`; `strategy_from_flags` and
-`optimizer_from_flags` turn them into the objects of `training`.
+`run_ner.py` call `define_common_flags()` (and the fine-tuning scripts
+`define_fine_tuning_flags()`), then `config_from_flags` turns the parsed flags into the
+frozen configs of `training.config` and the tasks. No library function reads `FLAGS`: a
+Python user builds the same configs directly.
 """
 
-from absl import flags
+import dataclasses
+
+from absl import app, flags
 
 from training import distribution
-from training.optimizers import OPTIMIZER_NAMES, create_optimizer
+from training.optimizers import OPTIMIZER_NAMES
 
 
 def define_common_flags():
@@ -64,41 +69,45 @@ def define_common_flags():
                      "decides).")
 
 
-def strategy_from_flags(FLAGS):
-    """Precision policy and strategy; returns (strategy, loss_scale).
-
-    Call it before anything runs a TensorFlow op: devices and collective ops
-    (multi_worker_mirrored) can only be configured at program start."""
-    import keras
-
-    distribution.use_cpu_devices(FLAGS.num_cpu_devices)
-    name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
-    strategy = distribution.get_strategy(name, FLAGS.tpu_name, FLAGS.tpu_zone,
-                                         FLAGS.gcp_project)
-    keras.utils.set_random_seed(FLAGS.seed)
-    loss_scale = distribution.set_precision(FLAGS.dtype)
-    return strategy, loss_scale
-
-
-def use_xla(FLAGS):
-    if FLAGS.use_xla != "auto":
-        return FLAGS.use_xla == "true"
-    import tensorflow as tf
-
-    return bool(tf.config.list_logical_devices("GPU"))
+def define_fine_tuning_flags(do_lower_case=True, predict_batch_size=8):
+    """The flags of `training.config.FineTuningConfig` (and `--export_dir`), with the
+    defaults of the script that defines them."""
+    f = flags
+    f.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
+    f.DEFINE_bool("do_lower_case", do_lower_case,
+                  "True for uncased models, False for cased ones.")
+    f.DEFINE_bool("do_predict", False, "Predict the test / predict file.")
+    f.DEFINE_integer("predict_batch_size", predict_batch_size, "Prediction batch size.")
+    f.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
+    f.DEFINE_float("warmup_proportion", 0.1, "Share of training steps for linear "
+                   "warm-up.")
+    f.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
 
 
-def optimizer_from_flags(FLAGS, model, num_train_steps, num_warmup_steps, loss_scale):
-    return create_optimizer(model, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
-                            optimizer=FLAGS.optimizer,
-                            weight_decay_rate=FLAGS.weight_decay_rate, loss_scale=loss_scale)
+def _required(field):
+    return (field.default is dataclasses.MISSING and
+            field.default_factory is dataclasses.MISSING)
 
 
-def check_batch_size(FLAGS, strategy, batch_size, flag_name):
-    """The global batch must split evenly over replicas and accumulation steps."""
-    parts = strategy.num_replicas_in_sync * max(1, FLAGS.gradient_accumulation_steps)
-    if batch_size % parts:
-        raise ValueError(
-            f"--{flag_name}={batch_size} does not split into {strategy.num_replicas_in_sync} "
-            f"replicas x {FLAGS.gradient_accumulation_steps} accumulation steps; use a "
-            f"multiple of {parts}.")
+def config_from_flags(config_class, flag_values, **overrides):
+    """An instance of the dataclass `config_class` whose fields take the values of the
+    flags of the same names (lists become tuples; a field no flag defines keeps its
+    default; `overrides` win).
+
+    Raises:
+        app.UsageError: a required field (one without a default) has no flag value.
+    """
+    values = {}
+    for field in dataclasses.fields(config_class):
+        name = field.name
+        if name in overrides:
+            values[name] = overrides[name]
+            continue
+        value = flag_values[name].value if name in flag_values else None
+        if value is None:
+            if _required(field):
+                raise app.UsageError(f"--{name} is required.")
+            if name not in flag_values:
+                continue
+        values[name] = tuple(value) if isinstance(value, list) else value
+    return config_class(**values)

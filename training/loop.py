@@ -1,8 +1,8 @@
 """The training loop shared by every entry point, and evaluation.
 
-Pipeline position: `run_pretraining.py` and the fine-tuning scripts build a model, a task
-(`training.pretraining_task`, ...) and an optimizer (`training.optimizers`), then call
-`Trainer.train` and `evaluate` here.
+Pipeline position: the runner (`training.runner`) builds a model, a task (`tasks.*`) and an
+optimizer (`training.optimizers`), then calls `Trainer.train` here; the tasks evaluate and
+predict with `evaluate` and `predict`.
 
 One training step, per replica, inside a `tf.function` that runs up to `steps_per_loop`
 steps without returning to Python:
@@ -35,6 +35,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
+from data_prep.packing import INPUT_NAMES
 from training import checkpointing, run_flags
 from training.distribution import is_chief, worker_index
 
@@ -69,7 +70,7 @@ class Trainer:
         strategy: a `tf.distribute.Strategy`.
         model: the Keras model the task calls.
         task: object with `normalizers(batch)` and `loss(model, batch, normalizers,
-            training)` (see `training.pretraining_task`).
+            training)` (a `training.task.Task`).
         optimizer: from `training.optimizers.create_optimizer`.
         model_dir: str. Checkpoints, TensorBoard summaries.
         gradient_accumulation_steps: int. Micro-batches per replica batch.
@@ -320,7 +321,6 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
 # Compiled inference steps, per model and output set: repeated evaluations during training
 # (best-checkpoint selection) reuse one trace instead of tracing a new function each time.
 _PREDICT_STEPS = weakref.WeakKeyDictionary()
-_MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def predict(model, dataset, outputs, keep=()):
@@ -343,7 +343,7 @@ def predict(model, dataset, outputs, keep=()):
         steps[key] = step
     collected = {name: [] for name in key + tuple(keep)}
     for batch in dataset:
-        got = steps[key]({name: batch[name] for name in _MODEL_INPUTS})
+        got = steps[key]({name: batch[name] for name in INPUT_NAMES})
         for name in key:
             collected[name].append(got[name].numpy())
         for name in keep:

@@ -6,14 +6,18 @@ checkpoint whenever a command is rerun in the same `--output_dir`. A rerun with 
 batch size or learning rate would then silently continue the old run: its optimizer state,
 its schedule position, and an input skipped as if the batches were the same. This module
 writes the flags that decide those to `output_dir/training_flags.json` and, on resuming,
-warns with every flag that changed, so that the mix is never silent.
+warns with every flag that changed, so that the mix is never silent. The values come from
+the run's configs (`training.config`, the task's), whose fields are named as the flags.
 """
 
+import dataclasses
 import json
 import os
 
 import tensorflow as tf
 from absl import logging
+
+from data_prep import file_io
 
 FILE_NAME = "training_flags.json"
 
@@ -27,10 +31,16 @@ RECORDED_FLAGS = (
     "clip_norm", "dtype", "seed")
 
 
-def flag_values(flag_values_obj):
-    """{name: value} of the recorded flags that `flag_values_obj` (absl FLAGS) defines."""
-    return {name: flag_values_obj[name].value for name in RECORDED_FLAGS
-            if name in flag_values_obj}
+def recorded_values(*configs):
+    """{name: value} of the recorded flags among the fields of `configs` (dataclasses;
+    a tuple is recorded as a list, as JSON reads it back)."""
+    values = {}
+    for config in configs:
+        for field in dataclasses.fields(config):
+            if field.name in RECORDED_FLAGS:
+                value = getattr(config, field.name)
+                values[field.name] = list(value) if isinstance(value, tuple) else value
+    return values
 
 
 def check_and_record(output_dir, values, resumed_step):
@@ -60,9 +70,5 @@ def check_and_record(output_dir, values, resumed_step):
                 "checkpoints: %s. Training continues from the saved weights, optimizer "
                 "state and step, and skips the input as if it were the same. To start "
                 "afresh instead, use a new --output_dir.", output_dir, resumed_step, listing)
-    tf.io.gfile.makedirs(output_dir)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        json.dump(values, f, indent=2, sort_keys=True)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    file_io.atomic_write_text(path, json.dumps(values, indent=2, sort_keys=True))
     return changed

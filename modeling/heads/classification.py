@@ -31,7 +31,7 @@ class ClassificationHead(keras.layers.Layer):
         float Tensor of logits, shape [batch_size, num_classes].
     """
 
-    def __init__(self, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, *, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate

@@ -48,7 +48,7 @@ class MaskedLMHead(keras.layers.Layer):
         float Tensor of logits, shape [batch_size, max_predictions_per_seq, vocab_size].
     """
 
-    def __init__(self, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
+    def __init__(self, *, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
                  **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size

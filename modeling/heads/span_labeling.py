@@ -26,7 +26,7 @@ class SpanLabelingHead(keras.layers.Layer):
         tuple (start_logits, end_logits), each float [batch_size, seq_length].
     """
 
-    def __init__(self, initializer_range=0.02, **kwargs):
+    def __init__(self, *, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(2, kernel_initializer=truncated_normal(

@@ -25,7 +25,7 @@ class TokenClassificationHead(keras.layers.Layer):
         float Tensor of logits, shape [batch_size, seq_length, num_labels].
     """
 
-    def __init__(self, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, *, num_labels, dropout_rate=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate

@@ -51,7 +51,7 @@ class SelfAttention(keras.layers.Layer):
         vectors before the output projection.
     """
 
-    def __init__(self, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
+    def __init__(self, *, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
                  initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.num_attention_heads = num_attention_heads

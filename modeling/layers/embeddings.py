@@ -37,7 +37,7 @@ class BertEmbeddings(keras.layers.Layer):
         float Tensor of shape [batch_size, seq_length, hidden_size].
     """
 
-    def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
+    def __init__(self, *, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
                  hidden_dropout_prob=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size

@@ -41,8 +41,8 @@ class TransformerBlock(keras.layers.Layer):
         float Tensor of shape [batch_size, seq_length, hidden_size].
     """
 
-    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
-                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+    def __init__(self, *, hidden_size, num_attention_heads, intermediate_size,
+                 hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
@@ -59,9 +59,10 @@ class TransformerBlock(keras.layers.Layer):
         policy = self.dtype_policy
         init = lambda: truncated_normal(initializer_range)  # noqa: E731
         self.self_attention = SelfAttention(
-            num_attention_heads, hidden_size // num_attention_heads,
-            attention_probs_dropout_prob, initializer_range, dtype=policy,
-            name="self_attention")
+            num_attention_heads=num_attention_heads,
+            head_size=hidden_size // num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            initializer_range=initializer_range, dtype=policy, name="self_attention")
         self.attention_output = keras.layers.Dense(
             hidden_size, kernel_initializer=init(), dtype=policy, name="attention_output")
         self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy,

@@ -1,8 +1,9 @@
 """Entity-level precision, recall and F1 exactly as the CoNLL `conlleval` script defines
 them: an entity counts as correct only if its type and both its boundaries match.
 
-Pipeline position: `run_ner.py` scores its dev/test predictions with `evaluate`, and
-`--do_eval_only` scores any CoNLL-format predictions file (word, gold, predicted).
+Pipeline position: the tagging task (`tasks.tagging.task`) scores its dev/test predictions
+with `evaluate`, and `run_ner.py --do_eval_only` scores any CoNLL-format predictions file
+(word, gold, predicted); `format_results` is the text of eval_results.txt.
 
 Chunk boundaries follow conlleval's `startOfChunk` / `endOfChunk` rules, so IOB1, IOB2
 (BIO) and IOBES tag sequences are all read as conlleval reads them; a sentence break ends
@@ -87,6 +88,17 @@ def evaluate(gold_sentences, predicted_sentences):
                    gold=gold_count[kind], predicted=pred_count[kind], correct=correct[kind])
         for kind in sorted(set(gold_count) | set(pred_count))}
     return results
+
+
+def format_results(results):
+    """eval_results.txt / test_results.txt: the overall figures, then one line per type."""
+    lines = [f"{k} = {results[k]}" for k in ("precision", "recall", "f1", "accuracy",
+                                             "gold_entities", "predicted_entities",
+                                             "correct_entities") if k in results]
+    for kind, r in results.get("per_type", {}).items():
+        lines.append(f"{kind} = precision {r['precision']:.2f} recall {r['recall']:.2f} "
+                     f"f1 {r['f1']:.2f} ({r['gold']} gold, {r['predicted']} predicted)")
+    return "\n".join(lines) + "\n"
 
 
 def read_predictions(path):

@@ -1,15 +1,15 @@
 """tf.data input of pre-training TFRecords (what `create_pretraining_data` writes).
 
-Pipeline position: TFRecords -> here -> `run_pretraining.py`'s training and evaluation.
-Parses the original's feature spec (int64 cast to int32), as the original
-`run_pretraining.input_fn_builder`, with deterministic order for a given seed so that a
-resumed run sees exactly the data an
-uninterrupted one would (a resumed run skips, unparsed, the batches already used).
+Pipeline position: TFRecords -> here -> the pre-training task's training and evaluation
+(`tasks.pretraining.task`). Parses the original's feature spec (int64 cast to int32), as
+the original `run_pretraining.input_fn_builder`, with deterministic order for a given seed
+so that a resumed run sees exactly the data an uninterrupted one would (a resumed run
+skips, unparsed, the batches already used).
 """
 
 import tensorflow as tf
 
-from data_prep import paths
+from data_prep import file_io
 from data_prep.pretraining_records import FEATURE_NAMES, feature_spec
 
 
@@ -21,7 +21,7 @@ def expand_input_patterns(input_file):
     """Comma-separated globs -> sorted unique file list; an error if nothing matches."""
     files, empty = [], []
     for pattern in [p.strip() for p in str(input_file).split(",") if p.strip()]:
-        matched = paths.glob(pattern)
+        matched = file_io.glob(pattern)
         if not matched:
             empty.append(pattern)
         files.extend(matched)

@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0 JSON -> examples -> windowed features, as the original `run_squad.py`.
 
-Pipeline position: train/dev JSON -> here -> `run_squad.py` (training, prediction) ->
-`training.squad_predictions` (answers) -> `training.squad_metrics` (EM / F1).
+Pipeline position: train/dev JSON -> here -> the SQuAD task (`tasks.squad.task`: training,
+prediction) -> `tasks.squad.predictions` (answers) -> `tasks.squad.metrics` (EM / F1).
 
 Reading splits each paragraph on whitespace (space, tab, CR, LF, U+202F) into document
 words with a character -> word map; answers become word spans. Features tokenize each
@@ -18,6 +18,8 @@ import dataclasses
 import json
 
 import numpy as np
+
+from data_prep.packing import INPUT_NAMES
 
 
 class SquadError(ValueError):
@@ -235,7 +237,7 @@ def convert_examples(examples, tokenizer, max_seq_length, doc_stride, max_query_
 def feature_arrays(features, with_positions):
     """Model inputs (and span labels) of `features` as int32 arrays."""
     arrays = {name: np.array([getattr(f, name) for f in features], np.int32)
-              for name in ("input_ids", "input_mask", "segment_ids")}
+              for name in INPUT_NAMES}
     if with_positions:
         for name in ("start_position", "end_position"):
             arrays[name + "s"] = np.array([getattr(f, name) for f in features], np.int32)

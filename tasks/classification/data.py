@@ -1,8 +1,8 @@
 """Readers for sentence(-pair) classification data: the GLUE tasks and XNLI in their
 official layouts, and the user's own CSV / TSV / JSON-lines files.
 
-Pipeline position: raw task files -> here (`InputExample`s) -> `data_prep.classifier_features`
-(packed ids, cached TFRecords) -> `run_classifier.py`.
+Pipeline position: raw task files -> here (`InputExample`s) ->
+`tasks.classification.features` (packed ids, cached TFRecords) -> the classification task.
 
 Every reader names the file and line of a bad row: a row with too few columns, or a label
 not in the task's label list (`DataError`).

@@ -1,7 +1,8 @@
 """The official metric of each sentence(-pair) classification task, in NumPy.
 
-Pipeline position: `run_classifier.py` computes these on the dev set after training (and at
-each checkpoint, to keep the best one) and writes them to `eval_results.txt`.
+Pipeline position: the classification task (`tasks.classification.task`) computes these on
+the dev set after training (and at each checkpoint, to keep the best one); the runner
+writes them to `eval_results.txt`.
 
 GLUE's choices: accuracy; F1 (of the positive class "1") and accuracy for MRPC and QQP;
 Matthews correlation for CoLA; Pearson and Spearman correlation for STS-B; accuracy on
@@ -58,8 +59,7 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
-# task -> (metric names in eval_results.txt, the one that picks the best checkpoint)
-def task_metrics(task_name, outputs, labels, label_list=None):
+def task_metrics(task_name, outputs, labels):
     """Metrics of `task_name` for `outputs` (class probabilities [n, k] or scores [n])."""
     task = task_name.lower()
     if task in ("sts-b", "stsb") or outputs.ndim == 1:

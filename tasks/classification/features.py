@@ -1,6 +1,7 @@
 """Classification examples -> packed ids -> cached TFRecords -> tf.data batches.
 
-Pipeline position: `data_prep.classifier_data` (examples) -> here -> `run_classifier.py`.
+Pipeline position: `tasks.classification.data` (examples) -> here -> the classification
+task's training, evaluation and prediction.
 Each split is converted once and cached in `output_dir` under a name that carries a hash
 of everything the features depend on (data file, vocabulary, lower-casing, length, labels,
 tokenizer), so a changed input is never read from a stale cache. Both tokenizers (the
@@ -15,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep import packing
+from data_prep import file_io, packing
 
 TOKENIZERS = ("python", "graph")
 
@@ -35,7 +36,7 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
         tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
         packed = [packing.pack(tok, e.text_a, e.text_b, max_seq_length) for e in examples]
         return {name: np.array([getattr(p, name) for p in packed], np.int32)
-                for name in ("input_ids", "input_mask", "segment_ids")}
+                for name in packing.INPUT_NAMES}
     if tokenizer != "graph":
         raise ValueError(f"--tokenizer={tokenizer!r} is not one of {list(TOKENIZERS)}.")
     from data_prep.graph_packing import pack_ids
@@ -68,10 +69,9 @@ def _fingerprint(data_file, vocab_file, *settings):
 
 def feature_spec(max_seq_length, regression):
     fixed = tf.io.FixedLenFeature
-    return {"input_ids": fixed([max_seq_length], tf.int64),
-            "input_mask": fixed([max_seq_length], tf.int64),
-            "segment_ids": fixed([max_seq_length], tf.int64),
-            "label_ids": fixed([], tf.float32 if regression else tf.int64)}
+    spec = {name: fixed([max_seq_length], tf.int64) for name in packing.INPUT_NAMES}
+    spec["label_ids"] = fixed([], tf.float32 if regression else tf.int64)
+    return spec
 
 
 def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower_case,
@@ -90,16 +90,14 @@ def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower
         labels = np.zeros(len(examples), np.float32 if regression else np.int64)
     else:
         labels = label_ids(examples, label_list, regression)
-    os.makedirs(output_dir, exist_ok=True)
-    tmp = path + f".tmp-{os.getpid()}"
-    with tf.io.TFRecordWriter(tmp) as writer:
-        for i in range(len(examples)):
-            feats = {name: _ints(features[name][i]) for name in features}
-            feats["label_ids"] = tf.train.Feature(float_list=tf.train.FloatList(
-                value=[labels[i]])) if regression else _ints([labels[i]])
-            writer.write(tf.train.Example(features=tf.train.Features(
-                feature=feats)).SerializeToString())
-    os.replace(tmp, path)  # never a half-written cache under the final name
+    with file_io.atomic_path(path) as tmp:  # never a half-written cache
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for i in range(len(examples)):
+                feats = {name: _ints(features[name][i]) for name in features}
+                feats["label_ids"] = tf.train.Feature(float_list=tf.train.FloatList(
+                    value=[labels[i]])) if regression else _ints([labels[i]])
+                writer.write(tf.train.Example(features=tf.train.Features(
+                    feature=feats)).SerializeToString())
     logging.info("Wrote %d %s features to %s", len(examples), split, path)
     return path
 

@@ -1,8 +1,8 @@
 """CoNLL-style column files (CoNLL-2003 NER and any language's equivalents): sentences of
 words with their tags, and the IOB1 -> IOB2 conversion.
 
-Pipeline position: `eng.train` / `train.txt` ... -> here -> `data_prep.tagging_features`
--> `run_ner.py`. One token per line (the word first, the tag last, whitespace-separated),
+Pipeline position: `eng.train` / `train.txt` ... -> here -> `tasks.tagging.features`
+-> the tagging task. One token per line (the word first, the tag last, whitespace-separated),
 a blank line between sentences, `-DOCSTART-` lines between documents.
 """
 

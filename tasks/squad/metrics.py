@@ -1,7 +1,8 @@
 """Exact match and F1 as the official SQuAD evaluation scripts define them.
 
-Pipeline position: `run_squad.py` scores predictions.json against the dev file after
-`--do_predict`, and `--do_eval_only` scores any predictions file without a model.
+Pipeline position: the SQuAD task (`tasks.squad.task`) scores its predictions against the
+predict file when it holds answers, and `run_squad.py --do_eval_only` scores any
+predictions file without a model.
 
 v1.1 (`evaluate-v1.1.py`): answers normalised (lower-case, punctuation removed, articles
 a/an/the removed, whitespace collapsed); EM and token-overlap F1, each the max over the

@@ -1,13 +1,13 @@
 """From start/end logits to answer texts, as the original `write_predictions`.
 
-Pipeline position: `run_squad.py --do_predict` (and `predict_squad.py`) -> here ->
-predictions.json, nbest_predictions.json, null_odds.json -> `training.squad_metrics`.
+Pipeline position: the SQuAD task's start/end logits (`tasks.squad.task`) -> here ->
+predictions.json, nbest_predictions.json, null_odds.json -> `tasks.squad.metrics`.
 """
 
 import collections
-import math
 
 from data_prep.tokenization import BasicTokenizer
+from training.task import softmax
 
 
 def get_final_text(pred_text, orig_text, do_lower_case):
@@ -43,15 +43,6 @@ def get_final_text(pred_text, orig_text, do_lower_case):
 
 def _top_indexes(logits, n):
     return [i for i, _ in sorted(enumerate(logits), key=lambda x: x[1], reverse=True)[:n]]
-
-
-def _softmax(scores):
-    if not scores:
-        return []
-    top = max(scores)
-    exps = [math.exp(s - top) for s in scores]
-    total = sum(exps)
-    return [e / total for e in exps]
 
 
 def compute_predictions(examples, features, start_logits, end_logits, n_best_size=20,
@@ -114,9 +105,9 @@ def compute_predictions(examples, features, start_logits, end_logits, n_best_siz
                           "end_logit": float(null_end)})
         if not nbest:
             nbest.append({"text": "empty", "start_logit": 0.0, "end_logit": 0.0})
-        for entry, p in zip(nbest, _softmax([n["start_logit"] + n["end_logit"]
-                                             for n in nbest])):
-            entry["probability"] = p
+        for entry, p in zip(nbest, softmax([n["start_logit"] + n["end_logit"]
+                                            for n in nbest])):
+            entry["probability"] = float(p)
         all_nbest[example.qas_id] = nbest
         if not version_2_with_negative:
             predictions[example.qas_id] = nbest[0]["text"]

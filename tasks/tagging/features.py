@@ -1,6 +1,6 @@
 """Word-tagged sentences -> WordPiece windows with per-word labels, and back.
 
-Pipeline position: `data_prep.conll` (sentences) -> here -> `run_ner.py` (training,
+Pipeline position: `tasks.tagging.conll` (sentences) -> here -> the tagging task (training,
 prediction) -> here again (`word_predictions`) -> CoNLL output and the metric.
 
 Each word's first WordPiece carries the word's label; its other pieces are ignored by the

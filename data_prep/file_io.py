@@ -1,0 +1,195 @@
+"""File access for every stage, and the one way anything a user keeps is written.
+
+Pipeline position: at the bottom, under every package (data_prep readers and writers,
+modeling's checkpoints and configs, training's records and exports, the tasks' results).
+Local paths go through the standard library; remote ones (gs://, s3://, hdfs://) through
+`tf.io.gfile`, imported only then: keeping TensorFlow out of the parent process of
+`create_pretraining_data --mode=fast` lets its workers start at once (each imports
+TensorFlow itself; importing it first in the parent would serialise that cost).
+
+Nothing is ever left half-written under its final name: every writer (text results,
+configs, checkpoints, SavedModels, cached features, flag records, TFRecord shards and
+document files) writes to `temporary_name(path)` in the same folder and `publish`es it,
+through `atomic_path` (one file or folder), `atomic_paths` (a set, published together
+once all are complete) or `atomic_output` (an open file).
+"""
+
+import contextlib
+import glob as _glob
+import os
+import shutil
+
+
+def is_remote(path):
+    return "://" in str(path)
+
+
+def _gfile():
+    import tensorflow as tf
+    return tf.io.gfile, tf.errors.OpError
+
+
+def glob(pattern):
+    if is_remote(pattern):
+        gfile, _ = _gfile()
+        return sorted(gfile.glob(pattern))
+    return sorted(_glob.glob(pattern))
+
+
+def size(path):
+    """Bytes in `path`; raises OSError if it cannot be read."""
+    if is_remote(path):
+        gfile, op_error = _gfile()
+        try:
+            return gfile.stat(path).length
+        except op_error as e:
+            raise OSError(str(e)) from e
+    return os.path.getsize(path)
+
+
+def open_binary(path):
+    """A binary read handle with readline/seek/tell; raises OSError if unreadable."""
+    if is_remote(path):
+        gfile, op_error = _gfile()
+        try:
+            return gfile.GFile(path, "rb")
+        except op_error as e:
+            raise OSError(str(e)) from e
+    return open(path, "rb")
+
+
+def exists(path):
+    if is_remote(path):
+        gfile, _ = _gfile()
+        return gfile.exists(path)
+    return os.path.exists(path)
+
+
+def remove(path):
+    """Removes a file or a whole folder."""
+    if is_remote(path):
+        gfile, _ = _gfile()
+        if gfile.isdir(path):
+            gfile.rmtree(path)
+        else:
+            gfile.remove(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
+
+
+def makedirs(directory):
+    if is_remote(directory):
+        gfile, _ = _gfile()
+        gfile.makedirs(directory)
+    else:
+        os.makedirs(directory or ".", exist_ok=True)
+
+
+def temporary_name(path):
+    """The name `path` is written under until it is complete: hidden, in the same folder
+    (so the final rename stays on one file system), and tagged with this process."""
+    directory, base = os.path.split(str(path).rstrip("/"))
+    return os.path.join(directory, f".tmp-{os.getpid()}-{base}")
+
+
+def publish(tmp, path):
+    """Renames the complete `tmp` to `path`, replacing what was there. A folder that
+    exists is first renamed aside and deleted only after the new one is in place, so
+    at every moment `path` is either the old complete folder or the new one."""
+    path = str(path).rstrip("/")
+    if is_remote(path):
+        gfile, _ = _gfile()
+        if gfile.isdir(tmp):
+            if gfile.exists(path):
+                gfile.rmtree(path)
+            gfile.rename(tmp, path)
+        else:
+            gfile.rename(tmp, path, overwrite=True)
+        return
+    if os.path.isdir(tmp) and os.path.isdir(path):
+        aside = temporary_name(path) + ".old"
+        os.replace(path, aside)
+        os.replace(tmp, path)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+
+
+def _discard(tmp):
+    with contextlib.suppress(Exception):
+        if exists(tmp):
+            remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_paths(paths):
+    """Yields a temporary name for each of `paths` (files or folders to be written there);
+    once the block has finished, every one is published under its final name. If the
+    block fails, every temporary is removed and no final name is touched."""
+    paths = [str(p) for p in paths]
+    temps = [temporary_name(p) for p in paths]
+    try:
+        for path, tmp in zip(paths, temps):
+            makedirs(os.path.dirname(path))
+            _discard(tmp)  # a leftover of an earlier process with the same id
+        yield temps
+        for tmp, path in zip(temps, paths):
+            publish(tmp, path)
+    except BaseException:
+        for tmp in temps:
+            _discard(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """`atomic_paths` for one file or folder: yields the temporary name to write."""
+    with atomic_paths([path]) as (tmp,):
+        yield tmp
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w", encoding="utf-8"):
+    """Opens a temporary file beside `path`; it becomes `path` when the block ends
+    without an exception, and is removed otherwise (`path` left as it was)."""
+    with atomic_path(path) as tmp:
+        if is_remote(tmp):
+            gfile, _ = _gfile()
+            handle = gfile.GFile(tmp, mode)
+        else:
+            handle = open(tmp, mode, encoding=None if "b" in mode else encoding)
+        with handle as f:
+            yield f
+
+
+def atomic_write_text(path, text):
+    with atomic_output(path, "w") as f:
+        f.write(text)
+
+
+def checkpoint_files(prefix):
+    """The files of a TF checkpoint written at `prefix` (index last)."""
+    pattern = str(prefix) if is_remote(prefix) else _glob.escape(str(prefix))
+    return glob(pattern + ".data-*") + [f"{prefix}.index"]
+
+
+@contextlib.contextmanager
+def atomic_checkpoint(prefix):
+    """Yields a temporary prefix to write a TF checkpoint at; when the block ends, its
+    files are renamed to `prefix`, data shards first and the index last (a reader finds
+    a checkpoint by its index, so until the last rename it finds the old one, if any).
+    On failure the temporary files are removed."""
+    prefix = str(prefix)
+    tmp_prefix = temporary_name(prefix)
+    makedirs(os.path.dirname(prefix))
+    try:
+        yield tmp_prefix
+        for src in checkpoint_files(tmp_prefix):
+            publish(src, prefix + src[len(tmp_prefix):])
+    except BaseException:
+        for src in glob((tmp_prefix if is_remote(tmp_prefix) else _glob.escape(tmp_prefix))
+                        + ".*"):
+            _discard(src)
+        raise

@@ -1,0 +1,64 @@
+"""The classification SavedModel: raw strings in, labels and probabilities out.
+
+Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
+`export_saved_model.py --task_type=classification`). Two signatures (see
+`training.export` for what they share):
+  * `serving_default`: `text_a` (and `text_b` for sentence-pair tasks; an empty string
+    there gives a single sequence), tf.string [batch] -> in-graph WordPiece and packing
+    -> `probabilities` [batch, num_labels], `label_id` and `label` (the task's label
+    strings); for regression `score`.
+  * `serving_ids`: the three id inputs; the same outputs.
+"""
+
+import tensorflow as tf
+
+from data_prep.graph_packing import pack_ids
+from training import export
+
+
+class ClassificationModule(export.ServingModule):
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
+                 regression):
+        super().__init__("bert_classifier", model, vocab_file, do_lower_case,
+                         max_seq_length)
+        self.regression = regression
+        self.labels = tf.constant(label_list or [""], tf.string)
+
+    def _outputs(self, packed):
+        logits = tf.cast(self.run_model(**packed)["logits"], tf.float32)
+        if self.regression:
+            return {"score": logits[:, 0]}
+        label_id = tf.argmax(logits, -1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, -1), "label_id": label_id,
+                "label": tf.gather(self.labels, label_id)}
+
+    def from_ids(self, input_ids, input_mask, segment_ids):
+        return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
+                              "segment_ids": segment_ids})
+
+    def from_text(self, text_a, text_b=None):
+        ids_a = self.tokenizer.tokenize(text_a)
+        ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
+        return self._outputs(pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id,
+                                      self.sep_id))
+
+
+def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                          label_list, regression=False, pair=True):
+    """Writes the SavedModel; returns `export_dir`.
+
+    Args:
+        model: a `modeling.BertClassifier`.
+        label_list: the label strings in the model's order (None for regression).
+        pair: bool. The raw-text signature takes `text_b` too.
+    """
+    module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
+                                  label_list, regression)
+    text = export.TEXT_SPEC
+    if pair:
+        serving_text = tf.function(lambda text_a, text_b: module.from_text(text_a, text_b),
+                                   input_signature=[text, text])
+    else:
+        serving_text = tf.function(lambda text_a: module.from_text(text_a),
+                                   input_signature=[text])
+    return export.save(module, export_dir, serving_text)

@@ -1,0 +1,195 @@
+"""Sentence(-pair) classification and regression: GLUE, XNLI, or the user's own files.
+
+Pipeline position: a pre-trained checkpoint -> this task (through `training.runner`, from
+`run_classifier.py`) -> eval_results.txt, test_results.tsv, GLUE submission files and a
+SavedModel that takes raw strings. The task reads its data (`tasks.classification.data`),
+converts and caches features (`.features`), trains `modeling.BertClassifier`, scores the
+dev set(s) with the task's official metric (`.metrics`) and exports (`.export`).
+
+Loss: softmax cross-entropy averaged over the global batch (the original's
+`create_model`); for regression (STS-B, `num_classes=1`) the mean squared error of the
+score.
+"""
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from modeling import BertClassifier
+from tasks.classification import data, features, metrics
+from tasks.classification.export import export_classification
+from training import loop
+from training.config import FineTuningConfig
+from training.task import Task, TrainInput, model_inputs, softmax, steps_for_epochs, \
+    token_count
+
+# GLUE's submission file name of each task (written with the test predictions).
+GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",
+                   "sts-b": "STS-B", "stsb": "STS-B", "qqp": "QQP", "mnli": "MNLI-m",
+                   "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassificationConfig(FineTuningConfig):
+    """The classification task's settings (the fields of `FineTuningConfig`, and:)
+
+    Attributes:
+        task_name: str. CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, or
+            generic (the user's own files). Required.
+        data_dir: str. Folder with the task's train/dev/test files. Required.
+        dropout_rate: float. Dropout before the classifier. Defaults to 0.1.
+        xnli_language: str. XNLI: the language to train and test on. Defaults to "zh".
+        tokenizer: str. "python" or "graph" (in-graph; identical features).
+        text_a_column, text_b_column, label_column: str. generic: the columns.
+        labels: tuple of str or None. generic: the label list (default: read from the
+            training data).
+        regression: bool. generic: the label is a number.
+    """
+    task_name: str
+    data_dir: str
+    dropout_rate: float = 0.1
+    xnli_language: str = "zh"
+    tokenizer: str = "python"
+    text_a_column: str = "text_a"
+    text_b_column: Optional[str] = None
+    label_column: str = "label"
+    labels: Optional[tuple] = None
+    regression: bool = False
+
+
+class ClassificationTask(Task):
+    """Fine-tunes `modeling.BertClassifier` on a `ClassificationConfig` task."""
+
+    name = "classification"
+
+    def __init__(self, config):
+        super().__init__(config)
+        c = config
+        self.processor = data.get_processor(
+            c.task_name, c.data_dir, language=c.xnli_language, text_a_column=c.text_a_column,
+            text_b_column=c.text_b_column, label_column=c.label_column, labels=c.labels,
+            regression=c.regression)
+        self.regression = self.processor.regression
+        self.main_metric = metrics.main_metric(c.task_name)
+        self.label_list = None
+        self.cache_dir = None
+        self.pair = True  # the export's raw-text signature takes text_b (see prepare)
+        self.train_examples, self.train_path = None, None
+        self.eval_sets, self.test_sets = {}, {}
+
+    # ------------------------------------------------------------------ inputs
+    def _features(self, split, examples):
+        c = self.config
+        return features.cached_features(
+            examples, self.processor.path(split), self.cache_dir, split, c.vocab_file,
+            c.do_lower_case, c.max_seq_length, self.label_list, self.regression,
+            c.tokenizer)
+
+    def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
+        """Reads every split the run uses and converts (or finds cached) its features."""
+        c = self.config
+        self.cache_dir = output_dir
+        self.label_list = self.processor.get_labels()
+        if do_train:
+            self.train_examples = self.processor.get_examples("train")
+            self.pair = any(e.text_b for e in self.train_examples)
+            self.train_path = self._features("train", self.train_examples)
+        if do_eval:
+            self.eval_sets = {split: self._features(
+                split, self.processor.get_examples(split)) for split in
+                self.processor.splits()}
+        if do_predict:
+            splits = ["test", "test_mismatched"] if c.task_name.lower() == "mnli" \
+                else ["test"]
+            for split in splits:
+                examples = self.processor.get_examples(split)
+                self.pair = any(e.text_b for e in examples) or self.pair
+                self.test_sets[split] = (examples, self._features(split, examples))
+
+    def build_model(self, bert_config):
+        num_classes = 1 if self.regression else len(self.label_list)
+        return BertClassifier(bert_config, num_classes, dropout_rate=self.config.dropout_rate)
+
+    def train_input(self, global_batch_size, seed):
+        c = self.config
+        steps, warmup = steps_for_epochs(len(self.train_examples), global_batch_size,
+                                         c.num_train_epochs, c.warmup_proportion)
+
+        def dataset_fn(context, skip_batches):
+            return features.classifier_dataset(
+                self.train_path, context.get_per_replica_batch_size(global_batch_size),
+                c.max_seq_length, self.regression, is_training=True, seed=seed,
+                input_context=context, skip_batches=skip_batches)
+
+        return TrainInput(dataset_fn, steps, warmup, len(self.train_examples))
+
+    # ------------------------------------------------------------------ the loss
+    def loss(self, model, batch, normalizers, training):
+        logits = tf.cast(model(model_inputs(batch), training=training)["logits"], tf.float32)
+        if self.regression:
+            per_example = tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
+        else:
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=tf.cast(batch["label_ids"], tf.int32), logits=logits)
+        loss = tf.reduce_sum(per_example) / normalizers["examples"]
+        return loss, {"tokens": token_count(batch)}
+
+    # ------------------------------------------------------------------ results
+    def outputs(self, logits):
+        """Model logits -> what is reported: class probabilities, or the score."""
+        if self.regression:
+            return np.asarray(logits, np.float64)[:, 0]
+        return softmax(logits)
+
+    def _outputs_and_labels(self, model, path, batch_size):
+        dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
+                                              self.regression, is_training=False)
+        out = loop.predict(model, dataset, ["logits"], keep=["label_ids"])
+        return self.outputs(out["logits"]), out["label_ids"]
+
+    def evaluate(self, model, strategy=None):
+        """The task's official metrics on each dev set (MNLI: `mismatched_` prefixed for
+        the second), with the number of examples."""
+        results = {}
+        for split, path in self.eval_sets.items():
+            outputs, labels = self._outputs_and_labels(model, path,
+                                                       self.config.eval_batch_size)
+            split_results = metrics.task_metrics(self.config.task_name, outputs, labels)
+            prefix = "" if split == "dev" else split.replace("dev_", "") + "_"
+            results.update({prefix + k: v for k, v in split_results.items()})
+            results[prefix + "eval_examples"] = len(labels)
+        return results
+
+    def predict(self, model):
+        """test_results.tsv (class probabilities or scores, as the original) and, for
+        GLUE tasks, the submission file, per test split."""
+        files = {}
+        for split, (examples, path) in self.test_sets.items():
+            outputs, _ = self._outputs_and_labels(model, path,
+                                                  self.config.predict_batch_size)
+            suffix = "" if split == "test" else "_mismatched"
+            rows = [("\t".join(f"{p:.6f}" for p in row) if outputs.ndim > 1
+                     else f"{row:.6f}") for row in outputs]
+            files[f"test_results{suffix}.tsv"] = "\n".join(rows) + "\n"
+            name = GLUE_SUBMISSION.get(self.config.task_name.lower())
+            if name:
+                name = "MNLI-mm" if suffix else name
+                predictions = outputs if self.regression else [
+                    self.label_list[i] for i in outputs.argmax(-1)]
+                ids = [e.guid.split("-", 1)[1] for e in examples]
+                body = "".join(f"{i}\t{p:.3f}\n" if self.regression else f"{i}\t{p}\n"
+                               for i, p in zip(ids, predictions))
+                files[f"{name}.tsv"] = "index\tprediction\n" + body
+            logging.info("Predicted %d %s examples.", len(examples), split)
+        return files, None
+
+    def export(self, model, export_dir):
+        c = self.config
+        export_classification(model, export_dir, c.vocab_file, c.do_lower_case,
+                              c.max_seq_length, self.label_list, self.regression,
+                              pair=self.pair)
+        logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "
+                     "serving_ids: token ids).", export_dir)

@@ -1,0 +1,195 @@
+"""Extractive question answering: SQuAD v1.1 and v2.0, as the original `run_squad.py`.
+
+Pipeline position: a pre-trained checkpoint -> this task (through `training.runner`, from
+`run_squad.py`) -> predictions.json, nbest_predictions.json (and null_odds.json for v2.0),
+eval_results.txt when the predict file holds answers, and a SavedModel. The task reads and
+windows the JSON (`tasks.squad.data`), trains `modeling.BertSpanLabeler`, turns logits
+into answers (`.predictions`), scores them officially (`.metrics`) and exports (`.export`).
+
+Loss, as the original: (cross-entropy of the start position + cross-entropy of the end
+position) / 2, each a softmax over all positions, averaged over the global batch. The
+metric that keeps the best checkpoint (`--do_eval` while training) is the F1 of the predict
+file.
+"""
+
+import dataclasses
+import json
+import random
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+
+from data_prep.tokenization import FullTokenizer
+from modeling import BertSpanLabeler
+from tasks.squad import data, metrics
+from tasks.squad.export import export_squad
+from tasks.squad.predictions import compute_predictions
+from training import loop
+from training.config import FineTuningConfig
+from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
+                           steps_for_epochs, token_count)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadConfig(FineTuningConfig):
+    """The SQuAD task's settings (the fields of `FineTuningConfig`, and:)
+
+    Attributes:
+        max_seq_length: int. Defaults to 384 (the original's SQuAD setting).
+        train_file: str or None. SQuAD JSON for training (train-v1.1.json).
+        predict_file: str or None. SQuAD JSON to predict (dev-v1.1.json).
+        doc_stride: int. Pieces between the starts of document windows. Defaults to 128.
+        max_query_length: int. Question pieces kept. Defaults to 64.
+        n_best_size: int. Candidates kept per question. Defaults to 20.
+        max_answer_length: int. Longest answer, in pieces. Defaults to 30.
+        version_2_with_negative: bool. SQuAD 2.0: questions may have no answer.
+        null_score_diff_threshold: float. v2.0: predict no answer when null score - best
+            score exceeds this. Defaults to 0.0.
+    """
+    max_seq_length: int = 384
+    train_file: Optional[str] = None
+    predict_file: Optional[str] = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+
+
+def has_answers(squad_json):
+    """True when a parsed SQuAD file holds gold answers to score against."""
+    return any(qa.get("answers") for article in squad_json["data"]
+               for paragraph in article.get("paragraphs", [])
+               for qa in paragraph.get("qas", []))
+
+
+def score(squad_json, predictions, null_odds=None, version_2_with_negative=False):
+    """The official metrics of `predictions` against a parsed SQuAD file."""
+    if version_2_with_negative:
+        return metrics.evaluate_v2(squad_json["data"], predictions, null_odds)
+    return metrics.evaluate_v1(squad_json["data"], predictions)
+
+
+class SquadTask(Task):
+    """Fine-tunes `modeling.BertSpanLabeler` on SQuAD (`SquadConfig`)."""
+
+    name = "squad"
+    main_metric = "f1"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.tokenizer = FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+        self.train_examples, self.train_arrays = None, None
+        self.predict_json, self.predict_examples, self.predict_features = None, None, None
+
+    def _features(self, examples, is_training):
+        c = self.config
+        return data.convert_examples(examples, self.tokenizer, c.max_seq_length,
+                                     c.doc_stride, c.max_query_length, is_training)
+
+    def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
+        """Reads and windows the training file and the predict file (read once: examples
+        and scoring)."""
+        c = self.config
+        if do_train:
+            if not c.train_file:
+                raise ValueError("--do_train needs --train_file.")
+            examples, counts = data.read_squad(c.train_file, True, c.version_2_with_negative)
+            logging.info("Read %s: %d training examples; %s", c.train_file, len(examples),
+                         counts)
+            random.Random(12345).shuffle(examples)  # as the original
+            features = self._features(examples, True)
+            logging.info("%d features.", len(features))
+            self.train_examples = examples
+            self.train_arrays = data.feature_arrays(features, True)
+        if do_predict or do_eval:
+            if not c.predict_file:
+                raise ValueError(f"--do_{'predict' if do_predict else 'eval'} needs "
+                                 f"--predict_file.")
+            self.predict_json = data.load_json(c.predict_file)
+            self.predict_examples, self.predict_counts = data.squad_examples(
+                self.predict_json, c.predict_file, False)
+            self.predict_features = self._features(self.predict_examples, False)
+            if do_eval and not has_answers(self.predict_json):
+                raise ValueError(f"--do_eval: {c.predict_file} holds no answers to score "
+                                 f"against.")
+
+    def build_model(self, bert_config):
+        return BertSpanLabeler(bert_config)
+
+    def train_input(self, global_batch_size, seed):
+        c = self.config
+        steps, warmup = steps_for_epochs(len(self.train_examples), global_batch_size,
+                                         c.num_train_epochs, c.warmup_proportion)
+        return TrainInput(array_dataset_fn(self.train_arrays, global_batch_size, seed),
+                          steps, warmup, len(self.train_examples))
+
+    def loss(self, model, batch, normalizers, training):
+        out = model(model_inputs(batch), training=training)
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+        start = xent(labels=batch["start_positions"],
+                     logits=tf.cast(out["start_logits"], tf.float32))
+        end = xent(labels=batch["end_positions"],
+                   logits=tf.cast(out["end_logits"], tf.float32))
+        loss = tf.reduce_sum((start + end) / 2.0) / normalizers["examples"]
+        return loss, {"tokens": token_count(batch)}
+
+    # ------------------------------------------------------------------ answers
+    def answers(self, model, examples, features):
+        """(predictions, nbest, null_odds) of `examples`, from their `features`' logits."""
+        c = self.config
+        out = loop.predict(model, array_batches(data.feature_arrays(features, False),
+                                                c.predict_batch_size),
+                           ["start_logits", "end_logits"])
+        return compute_predictions(examples, features, out["start_logits"],
+                                   out["end_logits"], c.n_best_size, c.max_answer_length,
+                                   c.do_lower_case, c.version_2_with_negative,
+                                   c.null_score_diff_threshold)
+
+    def _scored(self, predictions, null_odds):
+        c = self.config
+        return score(self.predict_json, predictions,
+                     null_odds if c.version_2_with_negative else None,
+                     c.version_2_with_negative)
+
+    def evaluate(self, model, strategy=None):
+        """The official metrics of the predict file's answers."""
+        predictions, _, null_odds = self.answers(model, self.predict_examples,
+                                                 self.predict_features)
+        return self._scored(predictions, null_odds)
+
+    def predict(self, model):
+        """predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the
+        predict file holds answers, eval_results.txt with their scores."""
+        predictions, nbest, null_odds = self.answers(model, self.predict_examples,
+                                                     self.predict_features)
+        named = [("predictions.json", predictions), ("nbest_predictions.json", nbest)]
+        if self.config.version_2_with_negative:
+            named.append(("null_odds.json", null_odds))
+        files = {name: json.dumps(value, indent=4, ensure_ascii=False) + "\n"
+                 for name, value in named}
+        logging.info("Predicted %d questions (%d features); %s", len(self.predict_examples),
+                     len(self.predict_features), self.predict_counts)
+        results = None
+        if has_answers(self.predict_json):
+            results = self._scored(predictions, null_odds)
+            files["eval_results.txt"] = self.format_results(results)
+        return files, results
+
+    def answer(self, model, question, context):
+        """The best answer to one question about `context`, with its probability and
+        score (start + end logit)."""
+        examples, _ = data.read_squad_from_text(question, context)
+        predictions, nbest, _ = self.answers(model, examples, self._features(examples,
+                                                                             False))
+        best = nbest["question"][0]
+        return {"answer": predictions["question"], "probability": best["probability"],
+                "score": best["start_logit"] + best["end_logit"]}
+
+    def export(self, model, export_dir):
+        c = self.config
+        export_squad(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
+                     c.max_query_length)
+        logging.info("Exported a SavedModel to %s.", export_dir)

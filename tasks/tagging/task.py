@@ -1,0 +1,175 @@
+"""Token tagging: named-entity recognition on CoNLL-2003 or any CoNLL-style data, scored
+with entity-level F1 as conlleval computes it.
+
+Pipeline position: a pre-trained checkpoint -> this task (through `training.runner`, from
+`run_ner.py`) -> label_list.txt, eval_results.txt, test_predictions.txt (CoNLL columns:
+word, gold, predicted), test_results.txt and a SavedModel. The task reads the files
+(`tasks.tagging.conll`), windows them (`.features`), trains
+`modeling.BertTokenClassifier`, scores entities (`.metrics`) and exports (`.export`).
+
+Loss: softmax cross-entropy at each word's first WordPiece (`label_weights`), summed and
+divided by the number of such positions in the global batch.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+
+from data_prep import file_io
+from data_prep.tokenization import FullTokenizer
+from modeling import BertTokenClassifier
+from tasks.tagging import conll, features, metrics
+from tasks.tagging.export import export_tagging
+from training import loop
+from training.config import FineTuningConfig
+from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
+                           steps_for_epochs, token_count)
+
+LABEL_LIST = "label_list.txt"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingConfig(FineTuningConfig):
+    """The tagging task's settings (the fields of `FineTuningConfig`, and:)
+
+    Attributes:
+        do_lower_case: bool. Defaults to False (NER models are cased).
+        predict_batch_size: int. Defaults to 32.
+        data_dir: str. Folder with train/dev/test files: eng.train, eng.testa, eng.testb
+            or train.txt, valid.txt (dev.txt), test.txt. Required.
+        tag_scheme: str. "iob2": convert the tags to IOB2 (e.g. CoNLL-2003's IOB1);
+            "keep": use them as they are. Defaults to "iob2".
+        doc_stride: int or None. Pieces between the starts of overlapping windows of a
+            long sentence (default max_seq_length / 2).
+        document_context: bool. Fill each window with the words of the neighbouring
+            sentences of the same document (the paper's setting).
+    """
+    do_lower_case: bool = False
+    predict_batch_size: int = 32
+    data_dir: str
+    tag_scheme: str = "iob2"
+    doc_stride: Optional[int] = None
+    document_context: bool = False
+
+
+class TaggingTask(Task):
+    """Fine-tunes `modeling.BertTokenClassifier` on CoNLL-style data (`TaggingConfig`)."""
+
+    name = "tagging"
+    main_metric = "f1"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.tokenizer = FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+        self.label_list, self.train_sentences = None, None
+        self.dev, self.test = None, None
+
+    # ------------------------------------------------------------------ inputs
+    def read(self, split):
+        """(path, sentences) of a split, tags converted as `tag_scheme` says."""
+        path = conll.find_split(self.config.data_dir, split)
+        sentences = conll.read_conll(path)
+        if self.config.tag_scheme == "iob2":
+            for s in sentences:
+                s.tags = conll.iob1_to_iob2(s.tags)
+        return path, sentences
+
+    def _features(self, sentences):
+        c = self.config
+        label_map = {tag: i for i, tag in enumerate(self.label_list)}
+        return features.convert_sentences(sentences, self.tokenizer, label_map,
+                                          c.max_seq_length, c.doc_stride, c.document_context)
+
+    def _check_tags(self, path, sentences):
+        known = set(self.label_list)
+        for s in sentences:
+            for offset, tag in enumerate(s.tags):
+                if tag not in known:
+                    raise conll.ConllError(
+                        f"{path}:{s.line + offset}: tag {tag!r} does not occur in the "
+                        f"training data {self.train_path} (tags: {self.label_list}).")
+
+    def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
+        """Reads the training data (the label list comes from it; written to
+        label_list.txt) and the dev / test files the run uses, whose tags must all occur
+        in training."""
+        self.train_path, self.train_sentences = self.read("train")
+        self.label_list = conll.label_list(self.train_sentences)
+        file_io.atomic_write_text(os.path.join(output_dir, LABEL_LIST),
+                                  "\n".join(self.label_list) + "\n")
+        if do_eval:
+            self.dev = self.read("dev")
+            self._check_tags(*self.dev)
+        if do_predict:
+            self.test = self.read("test")
+            self._check_tags(*self.test)
+
+    def build_model(self, bert_config):
+        return BertTokenClassifier(bert_config, len(self.label_list))
+
+    def train_input(self, global_batch_size, seed):
+        c = self.config
+        arrays, windows = self._features(self.train_sentences)
+        logging.info("%d training sentences in %d windows, %d tags.",
+                     len(self.train_sentences), len(windows), len(self.label_list))
+        steps, warmup = steps_for_epochs(len(windows), global_batch_size,
+                                         c.num_train_epochs, c.warmup_proportion)
+        arrays = {k: v for k, v in arrays.items() if k != "predict_weights"}
+        return TrainInput(array_dataset_fn(arrays, global_batch_size, seed), steps, warmup,
+                          len(windows))
+
+    def normalizers(self, batch):
+        return {"labelled": tf.reduce_sum(batch["label_weights"])}
+
+    def loss(self, model, batch, normalizers, training):
+        logits = tf.cast(model(model_inputs(batch), training=training)["logits"], tf.float32)
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=batch["label_ids"],
+                                                              logits=logits)
+        loss = tf.reduce_sum(xent * batch["label_weights"]) / tf.maximum(
+            normalizers["labelled"], 1.0)
+        return loss, {"tokens": token_count(batch)}
+
+    # ------------------------------------------------------------------ results
+    def predict_tags(self, model, sentences):
+        """Each sentence's predicted tags (one per word)."""
+        arrays, windows = self._features(sentences)
+        logits = loop.predict(model, array_batches(arrays, self.config.predict_batch_size),
+                              ["logits"])["logits"]
+        return features.word_predictions(windows, logits.argmax(-1), sentences,
+                                         self.label_list)
+
+    def evaluate(self, model, strategy=None):
+        """conlleval's figures on the dev file."""
+        _, dev = self.dev
+        return metrics.evaluate([s.tags for s in dev], self.predict_tags(model, dev))
+
+    def format_results(self, results):
+        return metrics.format_results(results)
+
+    def predict(self, model):
+        """test_predictions.txt (word, gold, predicted; -DOCSTART- between documents) and
+        test_results.txt."""
+        path, test = self.test
+        predicted = self.predict_tags(model, test)
+        lines, document = [], None
+        for sentence, tags in zip(test, predicted):
+            if sentence.document != document:
+                lines.append("-DOCSTART- O O\n")
+                document = sentence.document
+            lines.extend(f"{w} {g} {p}\n" for w, g, p in zip(sentence.words, sentence.tags,
+                                                               tags))
+            lines.append("\n")
+        results = metrics.evaluate([s.tags for s in test], predicted)
+        logging.info("***** Test results (%s) *****\n%s", path, self.format_results(results))
+        return {"test_predictions.txt": "".join(lines),
+                "test_results.txt": self.format_results(results)}, results
+
+    def export(self, model, export_dir):
+        c = self.config
+        export_tagging(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
+                       self.label_list)
+        logging.info("Exported a SavedModel to %s (serving_default: a sentence -> entities "
+                     "with character offsets; serving_ids: token ids).", export_dir)

@@ -1,0 +1,259 @@
+"""The one runner of every task: resume or initialise, train, keep the best checkpoint,
+evaluate, predict, write the results, export.
+
+Pipeline position: the four entry points (`run_pretraining.py`, `run_classifier.py`,
+`run_squad.py`, `run_ner.py`) and `demo.py` build a task (`tasks.*`) and configs
+(`training.config`) and call `run`; a Python session does the same:
+
+    from tasks.classification import ClassificationConfig, ClassificationTask
+    from training import runner
+    from training.config import TrainerConfig
+
+    task = ClassificationTask(ClassificationConfig(
+        task_name="MRPC", data_dir="glue/MRPC", vocab_file="vocab.txt",
+        bert_config_file="bert_config.json", init_checkpoint="bert_model.ckpt"))
+    result = runner.run(task, TrainerConfig(output_dir="mrpc_out", learning_rate=2e-5),
+                        do_train=True, do_eval=True)
+    result.eval_results["accuracy"]
+
+What a run does, in order:
+  1. the strategy and precision (`training.distribution.set_up`), the model config and
+     its length check, the task's inputs read and checked (`Task.prepare`);
+  2. the model: the newest checkpoint of `output_dir` when there is one (a rerun resumes),
+     else `init_checkpoint`;
+  3. training (`training.loop.Trainer`), with the optimizer of `training.optimizers`;
+     with evaluation, the task is evaluated at every checkpoint and the best one (by the
+     task's `main_metric`) is kept in `output_dir/best/` with `best_results.txt`;
+  4. evaluation -> `output_dir/eval_results.txt`; prediction -> the task's files in
+     `output_dir`; the export -> `export_dir`. Only the chief worker writes.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+
+from data_prep import file_io
+from data_prep.tokenization import validate_case_matches_checkpoint
+from modeling import BertConfig, load_checkpoint, save_tf2_checkpoint
+from training import distribution, loop, run_flags
+from training.config import FineTuningConfig, RuntimeConfig
+from training.optimizers import create_optimizer
+
+EVAL_RESULTS = "eval_results.txt"
+BEST_DIR = "best"
+BEST_RESULTS = "best_results.txt"
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a run produced (None where the stage did not run).
+
+    Attributes:
+        model: the task's model, with its final weights.
+        train_logs: the last training loop's logs (loss, learning rate, ...).
+        eval_results: the metrics written to eval_results.txt.
+        predict_results: the task's metrics of its predictions, when it has them (SQuAD
+            scores a predict file that holds answers; NER its test file).
+        export_dir: where the export was written.
+    """
+    model: object = None
+    train_logs: Optional[dict] = None
+    eval_results: Optional[dict] = None
+    predict_results: Optional[dict] = None
+    export_dir: Optional[str] = None
+
+
+def model_config(task):
+    """The task's `BertConfig`, after the checks every run makes before it builds a model:
+    `max_seq_length` against it, and the casing of a fine-tuning task against a released
+    checkpoint's name."""
+    c = task.config
+    config = BertConfig.from_json_file(c.bert_config_file)
+    config.check_max_seq_length(c.max_seq_length)
+    if isinstance(c, FineTuningConfig):
+        validate_case_matches_checkpoint(c.do_lower_case, c.init_checkpoint)
+    return config
+
+
+def checkpoint_step(output_dir):
+    """The step of the newest training checkpoint in `output_dir` (0 if none)."""
+    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+    return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+
+def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=True):
+    """Builds the task's model under `strategy` and gives it its starting weights: with
+    `restore_latest`, the newest checkpoint of `output_dir` (strictly: every weight);
+    when there is none, `init_checkpoint` (if any). Training restores its own checkpoint
+    (optimizer state included), so it passes `restore_latest=False`.
+
+    Returns:
+        (model, resuming): resuming is True when `output_dir` holds a checkpoint.
+    """
+    with strategy.scope():
+        model = task.build_model(bert_config)
+    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+    if latest is None:
+        if task.config.init_checkpoint:
+            load_checkpoint(model, task.config.init_checkpoint)
+    elif restore_latest:
+        load_checkpoint(model, latest, strict=True)
+    return model, latest is not None
+
+
+def inference_model(task, output_dir=None, runtime=RuntimeConfig()):
+    """The task's model with the weights a run would predict with (the newest checkpoint
+    of `output_dir`, else `init_checkpoint`), outside of `run` (e.g. to answer one
+    question)."""
+    bert_config = model_config(task)
+    strategy, _ = distribution.set_up(runtime)
+    model, _ = restore_model(task, bert_config, strategy, output_dir)
+    return model
+
+
+def check_batch_size(strategy, batch_size, gradient_accumulation_steps):
+    """The global batch must split evenly over replicas and accumulation steps."""
+    parts = strategy.num_replicas_in_sync * max(1, gradient_accumulation_steps)
+    if batch_size % parts:
+        raise ValueError(
+            f"--train_batch_size={batch_size} does not split into "
+            f"{strategy.num_replicas_in_sync} replicas x {gradient_accumulation_steps} "
+            f"accumulation steps; use a multiple of {parts}.")
+
+
+class BestCheckpointKeeper:
+    """A training hook: at every checkpoint (and the last step) evaluates the task and,
+    when its `main_metric` is the best so far, saves the weights as
+    `output_dir/best/model.ckpt` with the results in `best_results.txt`. A rerun reads
+    the best value back, so resuming keeps comparing with it."""
+
+    def __init__(self, task, model, strategy, output_dir, save_checkpoints_steps,
+                 num_train_steps):
+        self.task, self.model, self.strategy = task, model, strategy
+        self.directory = os.path.join(output_dir, BEST_DIR)
+        self.every, self.last = save_checkpoints_steps, num_train_steps
+        self.best = self._recorded_best()
+        self.latest = None  # (step, results) of the last evaluation
+
+    def _recorded_best(self):
+        path = os.path.join(self.directory, BEST_RESULTS)
+        if not file_io.exists(path):
+            return None
+        with tf.io.gfile.GFile(path) as f:
+            for line in f:
+                key, _, value = line.partition(" = ")
+                if key == self.task.main_metric:
+                    return float(value)
+        return None
+
+    def __call__(self, step, logs):
+        if step % self.every and step != self.last:
+            return
+        results = self.task.evaluate(self.model, self.strategy)
+        self.latest = (step, results)
+        value = results[self.task.main_metric]
+        best = self.best is None or value > self.best
+        logging.info("Step %d: dev %s = %.4f%s", step, self.task.main_metric, value,
+                     " (best so far: kept in best/)" if best else "")
+        if best:
+            self.best = value
+            save_tf2_checkpoint(self.model, os.path.join(self.directory, "model.ckpt"))
+            file_io.atomic_write_text(os.path.join(self.directory, BEST_RESULTS),
+                                      self.task.format_results(dict(results,
+                                                                    global_step=step)))
+
+
+def _write_results(task, path, results):
+    text = task.format_results(results)
+    logging.info("***** Eval results *****\n  %s", text.rstrip("\n").replace("\n", "\n  "))
+    file_io.atomic_write_text(path, text)
+
+
+def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, hooks=()):
+    """Trains `model` on `task` to its last step, resuming from `trainer.output_dir`.
+
+    Returns:
+        (the last training loop's logs, the `BestCheckpointKeeper` or None).
+    """
+    check_batch_size(strategy, trainer.train_batch_size, trainer.gradient_accumulation_steps)
+    plan = task.train_input(trainer.train_batch_size, runtime.seed)
+    if plan.num_examples is not None:
+        logging.info("%d training examples: %d steps (%d warm-up), batch %d.",
+                     plan.num_examples, plan.num_train_steps, plan.num_warmup_steps,
+                     trainer.train_batch_size)
+    with strategy.scope():
+        optimizer = create_optimizer(model, trainer.learning_rate, plan.num_train_steps,
+                                     plan.num_warmup_steps, optimizer=trainer.optimizer,
+                                     weight_decay_rate=trainer.weight_decay_rate,
+                                     loss_scale=loss_scale)
+    trainer_loop = loop.Trainer(strategy, model, task, optimizer, trainer.output_dir,
+                                gradient_accumulation_steps=trainer.gradient_accumulation_steps,
+                                jit_compile=distribution.use_xla(runtime.use_xla),
+                                keep_checkpoint_max=trainer.keep_checkpoint_max,
+                                clip_norm=trainer.clip_norm or None)
+    keeper = None
+    if keep_best and task.main_metric and distribution.is_chief(strategy):
+        keeper = BestCheckpointKeeper(task, model, strategy, trainer.output_dir,
+                                      trainer.save_checkpoints_steps, plan.num_train_steps)
+    logs = trainer_loop.train(
+        plan.dataset_fn, plan.num_train_steps, steps_per_loop=trainer.iterations_per_loop,
+        save_checkpoints_steps=trainer.save_checkpoints_steps, log_steps=trainer.log_steps,
+        global_batch_size=trainer.train_batch_size,
+        hooks=list(hooks) + ([keeper] if keeper else []),
+        flag_record=run_flags.recorded_values(runtime, trainer, task.config))
+    return logs, keeper
+
+
+def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False,
+        do_predict=False, hooks=()):
+    """Runs `task`'s stages (see the module docstring).
+
+    Args:
+        task: a `training.task.Task` (`tasks.*`).
+        trainer: `training.config.TrainerConfig`.
+        runtime: `training.config.RuntimeConfig`.
+        do_train, do_eval, do_predict: bool. The stages to run.
+        hooks: callables `hook(step, logs)` run after each training loop.
+
+    Returns:
+        `RunResult`.
+    """
+    if not (do_train or do_eval or do_predict or trainer.export_dir):
+        raise ValueError("Nothing to do: set do_train, do_eval, do_predict or export_dir.")
+    bert_config = model_config(task)
+    strategy, loss_scale = distribution.set_up(runtime)
+    output_dir = trainer.output_dir
+    file_io.makedirs(output_dir)
+    task.prepare(output_dir, do_train=do_train, do_eval=do_eval, do_predict=do_predict)
+    model, _ = restore_model(task, bert_config, strategy, output_dir,
+                             restore_latest=not do_train)
+    chief = distribution.is_chief(strategy)
+    result = RunResult(model=model)
+    keeper = None
+    if do_train:
+        result.train_logs, keeper = train(task, model, trainer, runtime, strategy,
+                                          loss_scale, keep_best=do_eval, hooks=hooks)
+    if do_eval and (chief or task.evaluate_on_every_worker):
+        step = checkpoint_step(output_dir)
+        if keeper and keeper.latest and keeper.latest[0] == step:
+            results = dict(keeper.latest[1])  # the model was just evaluated at this step
+        else:
+            results = task.evaluate(model, strategy)
+        results["global_step"] = step
+        if chief:
+            _write_results(task, os.path.join(output_dir, EVAL_RESULTS), results)
+        result.eval_results = results
+    if do_predict and chief:
+        files, result.predict_results = task.predict(model)
+        for name, text in files.items():
+            file_io.atomic_write_text(os.path.join(output_dir, name), text)
+        logging.info("Wrote %s to %s.", ", ".join(files), output_dir)
+    export_dir = trainer.export_dir or (task.default_export_dir(output_dir) if do_train
+                                        else None)
+    if export_dir and chief:
+        task.export(model, export_dir)
+        result.export_dir = export_dir
+    return result

@@ -1,0 +1,145 @@
+"""What a task is to the loop and the runner, and what the fine-tuning tasks share.
+
+Pipeline position: every task of `tasks/` (pretraining, classification, squad, tagging)
+subclasses `Task`; `training.loop.Trainer` calls its loss, `training.runner.run` its
+whole life cycle. In the manner of Model Garden's `official/core/base_task.py`: one object
+per task owns building its model, reading and checking its inputs, its loss, its
+evaluation and its metrics, its predictions and post-processing, the files it writes, and
+its export; the runner around it is the same for all.
+
+The runner calls, in this order:
+  1. `prepare(output_dir, do_train, do_eval, do_predict)`: read and check every input
+     the run will use (before any training step);
+  2. `build_model(bert_config)` (inside the strategy's scope);
+  3. `train_input(global_batch_size, seed)` -> `TrainInput`; the loop then calls
+     `normalizers(batch)` and `loss(model, batch, normalizers, training)` per step;
+  4. `evaluate(model, strategy)` -> {metric: value} (at checkpoints too, to keep the best
+     by `main_metric`), written with `format_results`;
+  5. `predict(model)` -> ({file name: text}, results or None);
+  6. `export(model, export_dir)`.
+"""
+
+import dataclasses
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from data_prep.packing import INPUT_NAMES
+
+
+@dataclasses.dataclass
+class TrainInput:
+    """What a task trains on.
+
+    Attributes:
+        dataset_fn: `(input_context, skip_batches) -> tf.data.Dataset`, the infinite,
+            deterministic stream of per-replica batches (see `Trainer.train`).
+        num_train_steps: int.
+        num_warmup_steps: int.
+        num_examples: int or None. For the log.
+    """
+    dataset_fn: Callable
+    num_train_steps: int
+    num_warmup_steps: int
+    num_examples: Optional[int] = None
+
+
+class Task:
+    """Base class of every task; `config` is its `training.config.TaskConfig` subclass.
+
+    Class attributes:
+        name: str. The task's one name (pretraining, classification, squad, tagging).
+        main_metric: str or None. The metric (higher is better) that picks the best
+            checkpoint during training with evaluation; None to keep no best checkpoint.
+        evaluate_on_every_worker: bool. `evaluate` runs on every worker (a distributed
+            evaluation); otherwise only the chief evaluates.
+    """
+    name = None
+    main_metric = None
+    evaluate_on_every_worker = False
+
+    def __init__(self, config):
+        self.config = config
+
+    # ------------------------------------------------------------------ life cycle
+    def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
+        """Reads and checks the inputs the run needs; errors name the file and field."""
+
+    def build_model(self, bert_config):
+        raise NotImplementedError
+
+    def train_input(self, global_batch_size, seed):
+        raise NotImplementedError
+
+    def evaluate(self, model, strategy):
+        raise NotImplementedError(f"{type(self).__name__} has no evaluation.")
+
+    def format_results(self, results):
+        """The text of eval_results.txt: `key = value` lines, sorted."""
+        return "".join(f"{key} = {results[key]}\n" for key in sorted(results))
+
+    def predict(self, model):
+        raise NotImplementedError(f"{type(self).__name__} has no prediction.")
+
+    def export(self, model, export_dir):
+        raise NotImplementedError(f"{type(self).__name__} has no export.")
+
+    def default_export_dir(self, output_dir):
+        """Where training exports to when no export folder is given (None: nowhere)."""
+        return None
+
+    # ------------------------------------------------------------------ the loss
+    def normalizers(self, batch):
+        """Per-replica sums the loop adds over replicas before `loss` (e.g. the number
+        of examples), so each replica's loss is its share of the global batch's."""
+        return {"examples": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
+
+    def loss(self, model, batch, normalizers, training):
+        """(this micro-batch's share of the global loss, {statistic: share})."""
+        raise NotImplementedError
+
+
+def model_inputs(batch):
+    """The encoder's inputs of a batch of features."""
+    return {name: batch[name] for name in INPUT_NAMES}
+
+
+def token_count(batch):
+    """Real tokens of a batch, for the loop's tokens/s."""
+    return tf.cast(tf.reduce_sum(batch["input_mask"]), tf.float32)
+
+
+def steps_for_epochs(num_examples, global_batch_size, num_train_epochs,
+                     warmup_proportion):
+    """The original's fine-tuning length: `num_examples / batch * epochs` steps (at least
+    one), the first `warmup_proportion` of them warm-up. Returns (steps, warm-up)."""
+    num_train_steps = max(1, int(num_examples / global_batch_size * num_train_epochs))
+    return num_train_steps, int(num_train_steps * warmup_proportion)
+
+
+def array_dataset_fn(arrays, global_batch_size, seed):
+    """`TrainInput.dataset_fn` over in-memory feature arrays: sharded per input
+    pipeline, repeated, shuffled with `seed`, full batches."""
+    def dataset_fn(context, skip_batches):
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
+        if context.num_input_pipelines > 1:
+            dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+        batch = context.get_per_replica_batch_size(global_batch_size)
+        return dataset.repeat().shuffle(10000, seed=seed).batch(
+            batch, drop_remainder=True).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+
+    return dataset_fn
+
+
+def array_batches(arrays, batch_size):
+    """A finite dataset of the model inputs of feature arrays, in order (prediction)."""
+    return tf.data.Dataset.from_tensor_slices(model_inputs(arrays)).batch(batch_size)
+
+
+def softmax(logits, axis=-1):
+    """NumPy softmax in float64 (for reported probabilities)."""
+    logits = np.asarray(logits, np.float64)
+    logits = logits - logits.max(axis=axis, keepdims=True)
+    exps = np.exp(logits)
+    return exps / exps.sum(axis=axis, keepdims=True)
