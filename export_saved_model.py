@@ -7,9 +7,10 @@ checkpoint with the task's output layer). Signatures: `serving_default` (raw str
 in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 `training/export.py` and each task's `tasks/*/export.py`.
 
-    python export_saved_model.py --task_type=classification --bert_config_file=bert_config.json \
-      --init_checkpoint=mrpc_out/best/model.ckpt --vocab_file=vocab.txt --do_lower_case \
-      --max_seq_length=128 --labels=0,1 --pair --export_dir=mrpc_model
+    python export_saved_model.py --task_type=classification \
+      --bert_config_file=bert_config.json --init_checkpoint=mrpc_out/best/model.ckpt \
+      --vocab_file=vocab.txt --do_lower_case --max_seq_length=128 --labels=0,1 --pair \
+      --export_dir=mrpc_model
 """
 
 from absl import app, flags, logging

@@ -95,20 +95,23 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
 
 
-def run_original(files, outputs, vocab, params, progress):
+def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lower_case,
+                 dupe_factor, random_seed, tokenizer="graph"):
+    """--mode=original: the original's instances, in its order, written round-robin to
+    `outputs`. Returns the summary counts."""
     from data_prep import corpus, pretraining_records as records
     from data_prep.pretraining_instances import VocabInfo, create_training_instances
 
     stats = corpus.CorpusStats()
-    tokenize = tokenize_batch_fn(FLAGS.tokenizer, FLAGS.vocab_file, FLAGS.do_lower_case)
+    tokenize = tokenize_batch_fn(tokenizer, vocab_file, do_lower_case)
     documents = corpus.read_documents(files, tokenize, stats, progress=progress)
     _warn_about_input(stats)
     if not documents:
         raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
                          f"empty or tokenizes to nothing).")
-    rng = random.Random(FLAGS.random_seed)
+    rng = random.Random(random_seed)
     instances = create_training_instances(documents, VocabInfo.from_vocab(vocab), params,
-                                          FLAGS.dupe_factor, rng)
+                                          dupe_factor, rng)
     progress.update(documents=len(documents))
     totals = {"documents": len(documents), "instances": len(instances), "tokens": 0,
               "masked": 0, "random_next": 0, "lines": stats.lines,
@@ -127,19 +130,20 @@ def run_original(files, outputs, vocab, params, progress):
     return totals
 
 
-def run_fast(files, outputs, params, progress):
-    from data_prep import fast_pretraining
+def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dupe_factor,
+             random_seed, num_workers=1, piece_mb=1.0, num_shards=1, shard_index=0):
+    """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
+    spread over `num_workers` processes. Returns the summary counts."""
+    from data_prep import fast_pretraining, file_io
 
-    from data_prep import file_io
     if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
-    pieces = fast_pretraining.plan_pieces(files, FLAGS.piece_mb)
-    pieces = pieces[FLAGS.shard_index::FLAGS.num_shards]
+    pieces = fast_pretraining.plan_pieces(files, piece_mb)
+    pieces = pieces[shard_index::num_shards]
     jobs = fast_pretraining.split_jobs(
-        pieces, outputs, FLAGS.num_workers, vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case, params=params, dupe_factor=FLAGS.dupe_factor,
-        seed=FLAGS.random_seed)
-    if len(jobs) < FLAGS.num_workers:
+        pieces, outputs, num_workers, vocab_file=vocab_file, do_lower_case=do_lower_case,
+        params=params, dupe_factor=dupe_factor, seed=random_seed)
+    if len(jobs) < num_workers:
         logging.info("Using %d worker(s): one per output file at most. Give more "
                      "--output_file names to use more cores.", len(jobs))
     totals = fast_pretraining.run(jobs, progress)
@@ -176,10 +180,15 @@ def main(_):
     progress = Progress(f"create_pretraining_data ({FLAGS.mode})",
                         ["lines", "documents", "instances"])
     start = time.time()
+    common = dict(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+                  dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed)
     if FLAGS.mode == "original":
-        totals = run_original(files, outputs, vocab, params, progress)
+        totals = run_original(files, outputs, vocab, params, progress,
+                              tokenizer=FLAGS.tokenizer, **common)
     else:
-        totals = run_fast(files, outputs, params, progress)
+        totals = run_fast(files, outputs, params, progress, num_workers=FLAGS.num_workers,
+                          piece_mb=FLAGS.piece_mb, num_shards=FLAGS.num_shards,
+                          shard_index=FLAGS.shard_index, **common)
     progress.close()
     elapsed = time.time() - start
     n = max(totals["instances"], 1)

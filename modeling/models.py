@@ -110,10 +110,10 @@ class BertClassifier(_EncoderModel):
         super().__init__(encoder, **kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
-        self.classifier = ClassificationHead(num_classes=num_classes, dropout_rate=dropout_rate,
-                                             initializer_range=self.encoder.initializer_range,
-                                             dtype=self.encoder.dtype_policy,
-                                             name="classifier")
+        self.classifier = ClassificationHead(
+            num_classes=num_classes, dropout_rate=dropout_rate,
+            initializer_range=self.encoder.initializer_range,
+            dtype=self.encoder.dtype_policy, name="classifier")
         self.classifier.build((None, self.encoder.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
 
@@ -164,9 +164,10 @@ class BertTokenClassifier(_EncoderModel):
         super().__init__(encoder, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.tagger = TokenClassificationHead(num_labels=num_labels, dropout_rate=dropout_rate,
-                                              initializer_range=self.encoder.initializer_range,
-                                              dtype=self.encoder.dtype_policy, name="tagger")
+        self.tagger = TokenClassificationHead(
+            num_labels=num_labels, dropout_rate=dropout_rate,
+            initializer_range=self.encoder.initializer_range,
+            dtype=self.encoder.dtype_policy, name="tagger")
         self.tagger.build((None, None, self.encoder.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
 

@@ -104,3 +104,11 @@ def test_a_few_training_steps_reduce_the_loss(tiny_config_dict, tiny_inputs):
         opt.apply_gradients(zip(grads, model.trainable_variables))
         losses.append(float(loss))
     assert losses[-1] < 0.2 * losses[0]
+
+
+def test_encoder_refuses_a_config_with_keyword_arguments(tiny_config_dict):
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    with pytest.raises(TypeError, match="not both"):
+        modeling.BertEncoder(config, hidden_size=8)
+    with pytest.raises(TypeError):  # no positional architecture arguments
+        modeling.BertEncoder(40, 16)

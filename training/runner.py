@@ -161,9 +161,10 @@ class BestCheckpointKeeper:
         if best:
             self.best = value
             save_tf2_checkpoint(self.model, os.path.join(self.directory, "model.ckpt"))
-            file_io.atomic_write_text(os.path.join(self.directory, BEST_RESULTS),
-                                      self.task.format_results(dict(results,
-                                                                    global_step=step)))
+            text = self.task.format_results(dict(results, global_step=step))
+            if not any(line.startswith("global_step = ") for line in text.splitlines()):
+                text += f"global_step = {step}\n"  # a task format may leave it out
+            file_io.atomic_write_text(os.path.join(self.directory, BEST_RESULTS), text)
 
 
 def _write_results(task, path, results):
@@ -189,11 +190,11 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
                                      plan.num_warmup_steps, optimizer=trainer.optimizer,
                                      weight_decay_rate=trainer.weight_decay_rate,
                                      loss_scale=loss_scale)
-    trainer_loop = loop.Trainer(strategy, model, task, optimizer, trainer.output_dir,
-                                gradient_accumulation_steps=trainer.gradient_accumulation_steps,
-                                jit_compile=distribution.use_xla(runtime.use_xla),
-                                keep_checkpoint_max=trainer.keep_checkpoint_max,
-                                clip_norm=trainer.clip_norm or None)
+    trainer_loop = loop.Trainer(
+        strategy, model, task, optimizer, trainer.output_dir,
+        gradient_accumulation_steps=trainer.gradient_accumulation_steps,
+        jit_compile=distribution.use_xla(runtime.use_xla),
+        keep_checkpoint_max=trainer.keep_checkpoint_max, clip_norm=trainer.clip_norm or None)
     keeper = None
     if keep_best and task.main_metric and distribution.is_chief(strategy):
         keeper = BestCheckpointKeeper(task, model, strategy, trainer.output_dir,

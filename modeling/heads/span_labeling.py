@@ -4,7 +4,6 @@ Pipeline position: fine-tuning and serving question answering (`run_squad.py`).
 """
 
 import keras
-from keras import ops
 
 from modeling.layers.initializers import truncated_normal
 

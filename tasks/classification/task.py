@@ -111,7 +111,8 @@ class ClassificationTask(Task):
 
     def build_model(self, bert_config):
         num_classes = 1 if self.regression else len(self.label_list)
-        return BertClassifier(bert_config, num_classes, dropout_rate=self.config.dropout_rate)
+        return BertClassifier(bert_config, num_classes,
+                              dropout_rate=self.config.dropout_rate)
 
     def train_input(self, global_batch_size, seed):
         c = self.config

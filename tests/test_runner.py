@@ -1,0 +1,129 @@
+"""training.runner driven from Python (no absl flags): a tagging run with evaluation keeps
+its best checkpoint, which re-scores to the recorded figure when loaded afresh; a rerun
+resumes; the old `--task_type` name still exports; configs and task names."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.test_ner import CITIES, FILLER, NAMES, SURNAMES, _toy_sentences
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def ner_data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runner")
+    rng = random.Random(1)
+    data = folder / "data"
+    data.mkdir()
+    for name, n in (("train.txt", 160), ("valid.txt", 40), ("test.txt", 20)):
+        (data / name).write_text(_toy_sentences(rng, n))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + NAMES + SURNAMES + CITIES + \
+        FILLER
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (folder / "bert_config.json").write_text(json.dumps({
+        "vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32,
+        "type_vocab_size": 2}))
+    return folder
+
+
+def _results(path):
+    return dict(line.split(" = ", 1) for line in path.read_text().splitlines())
+
+
+def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp_path):
+    from absl import flags
+
+    from modeling import BertConfig, load_checkpoint
+    from tasks.tagging import TaggingConfig, TaggingTask
+    from training import runner
+    from training.config import TrainerConfig
+
+    config = TaggingConfig(data_dir=str(ner_data / "data"),
+                           vocab_file=str(ner_data / "vocab.txt"),
+                           bert_config_file=str(ner_data / "bert_config.json"),
+                           max_seq_length=16, num_train_epochs=3)
+    out = tmp_path / "out"
+    trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
+                            save_checkpoints_steps=10, log_steps=0)
+    result = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True,
+                        do_predict=True)
+    assert not flags.FLAGS.is_parsed()  # nothing read the command line
+    # 160 sentences, batch 16, 3 epochs: 30 steps; evaluated at 10, 20 and 30.
+    final = _results(out / "eval_results.txt")
+    assert float(final["f1"]) == pytest.approx(result.eval_results["f1"])
+    assert result.predict_results is not None and (out / "test_predictions.txt").exists()
+    # Training's tags, "O" first (the toy's cities are one word: no I-LOC).
+    assert (out / "label_list.txt").read_text().split() == ["O", "B-LOC", "B-PER", "I-PER"]
+    best = _results(out / "best" / "best_results.txt")
+    assert float(best["f1"]) >= float(final["f1"])
+    assert best["global_step"] in ("10", "20", "30")
+    # The kept checkpoint, loaded into a fresh model, scores what best_results.txt says.
+    fresh_task = TaggingTask(config)
+    fresh_task.prepare(str(tmp_path / "fresh"), do_eval=True)
+    model = fresh_task.build_model(BertConfig.from_json_file(config.bert_config_file))
+    load_checkpoint(model, str(out / "best" / "model.ckpt"), strict=True)
+    assert fresh_task.evaluate(model)["f1"] == pytest.approx(float(best["f1"]))
+    # The record beside the checkpoints holds the configs' recorded fields.
+    recorded = json.loads((out / "training_flags.json").read_text())
+    assert recorded["num_train_epochs"] == 3 and recorded["data_dir"] == config.data_dir
+    assert "output_dir" not in recorded
+    # A rerun of the finished run trains nothing and evaluates the same weights.
+    again = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True)
+    assert again.train_logs == {}
+    assert again.eval_results["f1"] == pytest.approx(result.eval_results["f1"])
+
+    # The old --task_type name of the exporter still works (tagger -> tagging), and the
+    # export answers as the checkpoint does.
+    export = tmp_path / "export"
+    subprocess.run([sys.executable, os.path.join(ROOT, "export_saved_model.py"),
+                    "--task_type=tagger", f"--bert_config_file={config.bert_config_file}",
+                    f"--init_checkpoint={out / 'best' / 'model.ckpt'}",
+                    f"--vocab_file={config.vocab_file}", "--nodo_lower_case",
+                    "--max_seq_length=16", f"--labels_file={out / 'label_list.txt'}",
+                    f"--export_dir={export}"], check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=ROOT))
+    import tensorflow as tf
+    ids = np.array([[2, 5, 9, 3, 0, 0]], np.int32)
+    inputs = {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
+              "segment_ids": np.zeros_like(ids)}
+    served = tf.saved_model.load(str(export)).signatures["serving_ids"](
+        **{k: tf.constant(v) for k, v in inputs.items()})
+    expected = tf.nn.softmax(model(inputs)["logits"], -1).numpy()
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_task_names_and_aliases():
+    from tasks import canonical_name
+    assert [canonical_name(n) for n in ("classifier", "span", "tagger", "ner", "SQuAD",
+                                        "classification")] == [
+        "classification", "squad", "tagging", "tagging", "squad", "classification"]
+    with pytest.raises(ValueError, match="Unknown task 'nope'"):
+        canonical_name("nope")
+
+
+def test_configs_are_frozen_and_name_required_fields():
+    import dataclasses
+
+    from tasks.classification import ClassificationConfig
+    from training.config import TrainerConfig
+    trainer = TrainerConfig(output_dir="o")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trainer.learning_rate = 1.0
+    with pytest.raises(TypeError, match="task_name"):
+        ClassificationConfig(data_dir="d", vocab_file="v", bert_config_file="c")
+
+
+def test_steps_for_epochs_is_the_originals_count():
+    from training.task import steps_for_epochs
+    # The original: int(len(train_examples) / train_batch_size * num_train_epochs), and
+    # int(num_train_steps * warmup_proportion).
+    assert steps_for_epochs(3668, 32, 3.0, 0.1) == (343, 34)
+    assert steps_for_epochs(5, 32, 1.0, 0.1) == (1, 0)  # at least one step
