@@ -16,9 +16,10 @@ import os
 import tensorflow as tf
 
 from data_prep import file_io
+from data_prep.packing import INPUT_NAMES
 
-FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-                 "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+FEATURE_NAMES = INPUT_NAMES + ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                               "next_sentence_labels")
 
 
 def feature_spec(max_seq_length, max_predictions_per_seq):
@@ -154,8 +155,7 @@ def read_examples(path, max_seq_length=None, max_predictions_per_seq=None):
             max_predictions_per_seq = len(out["masked_lm_ids"])
         for name in FEATURE_NAMES:
             want = 1 if name == "next_sentence_labels" else (
-                max_seq_length if name in ("input_ids", "input_mask", "segment_ids")
-                else max_predictions_per_seq)
+                max_seq_length if name in INPUT_NAMES else max_predictions_per_seq)
             if len(out[name]) != want:
                 raise ValueError(f"{path}: feature '{name}' has {len(out[name])} values, "
                                  f"expected {want}.")

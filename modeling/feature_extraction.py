@@ -11,6 +11,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from data_prep.packing import INPUT_NAMES
+
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
 
@@ -92,7 +94,7 @@ def extract(encoder, packed_examples, layer_indexes, batch_size):
         # so real tokens' activations do not depend on how much padding there is.
         length = max(len(p.tokens) for _, p in chunk)
         batch = {name: np.array([getattr(p, name)[:length] for _, p in chunk], np.int32)
-                 for name in ("input_ids", "input_mask", "segment_ids")}
+                 for name in INPUT_NAMES}
         layers = [layer.numpy() for layer in run(batch)]
         for row, (unique_id, packed) in enumerate(chunk):
             features = []
