@@ -139,13 +139,13 @@ def _toy_sentences(rng, n):
     return "-DOCSTART- -X- O O\n\n" + "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ner")
-    rng = random.Random(0)
+def write_toy_task(folder, files, seed=0):
+    """A toy NER task in `folder`: data/<name> with n sentences for each (name, n) of
+    `files`, vocab.txt covering every word, and a tiny bert_config.json."""
+    rng = random.Random(seed)
     data = folder / "data"
     data.mkdir()
-    for name, n in (("eng.train", 300), ("eng.testa", 60), ("eng.testb", 60)):
+    for name, n in files:
         (data / name).write_text(_toy_sentences(rng, n))
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + NAMES + SURNAMES + CITIES + \
         FILLER
@@ -155,6 +155,12 @@ def toy(tmp_path_factory):
         "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32,
         "type_vocab_size": 2}))
     return folder
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return write_toy_task(tmp_path_factory.mktemp("ner"),
+                          (("eng.train", 300), ("eng.testa", 60), ("eng.testb", 60)))
 
 
 SERVE = """

@@ -4,34 +4,21 @@ resumes; the old `--task_type` name still exports; configs and task names."""
 
 import json
 import os
-import random
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.test_ner import CITIES, FILLER, NAMES, SURNAMES, _toy_sentences
+from tests.test_ner import write_toy_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def ner_data(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("runner")
-    rng = random.Random(1)
-    data = folder / "data"
-    data.mkdir()
-    for name, n in (("train.txt", 160), ("valid.txt", 40), ("test.txt", 20)):
-        (data / name).write_text(_toy_sentences(rng, n))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + NAMES + SURNAMES + CITIES + \
-        FILLER
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    (folder / "bert_config.json").write_text(json.dumps({
-        "vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32,
-        "type_vocab_size": 2}))
-    return folder
+    return write_toy_task(tmp_path_factory.mktemp("runner"),
+                          (("train.txt", 160), ("valid.txt", 40), ("test.txt", 20)), seed=1)
 
 
 def _results(path):
