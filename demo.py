@@ -26,7 +26,9 @@ import json
 import os
 import time
 
-from absl import app, flags
+from absl import flags
+
+from data_prep import cli
 
 flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
 flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
@@ -224,4 +226,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

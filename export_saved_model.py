@@ -15,6 +15,8 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 
 from absl import app, flags, logging
 
+from data_prep import cli, file_io
+
 flags.DEFINE_enum("task_type", "classification",
                   ["classification", "squad", "tagging", "classifier", "span", "tagger",
                    "ner"],
@@ -52,6 +54,10 @@ def main(_):
     import modeling
     from tasks import canonical_name
 
+    file_io.refuse_inputs_as_outputs(
+        {"export_dir": FLAGS.export_dir},
+        {name: FLAGS[name].value for name in ("bert_config_file", "init_checkpoint",
+                                               "vocab_file", "labels_file")})
     task_type, labels = canonical_name(FLAGS.task_type), _labels()
     if task_type != "squad" and not FLAGS.regression and not labels:
         raise app.UsageError("--labels or --labels_file is required (or --regression).")
@@ -74,4 +80,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -14,7 +14,9 @@ checkpoint, a Hugging Face model.safetensors or this project's TF2 checkpoint.
 import json
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
+
+from data_prep import cli
 
 flags.DEFINE_string("input_file", None,
                     "Text file with one example per line; 'text_a ||| text_b' for a pair.")
@@ -45,11 +47,14 @@ FLAGS = flags.FLAGS
 
 def main(_):
     import modeling
-    from data_prep import packing
+    from data_prep import file_io, packing
     from data_prep.tokenization import FullTokenizer
     from modeling import feature_extraction
-    from data_prep.file_io import atomic_output
 
+    file_io.refuse_inputs_as_outputs(
+        {"output_file": FLAGS.output_file},
+        {name: FLAGS[name].value for name in ("input_file", "vocab_file", "bert_config_file",
+                                               "init_checkpoint")})
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)
     layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers,
@@ -70,7 +75,7 @@ def main(_):
                          f"{report.not_filled[:5]}...; features would be random.")
 
     start, written = time.time(), 0
-    with atomic_output(FLAGS.output_file, "w") as out:
+    with file_io.atomic_output(FLAGS.output_file, "w") as out:
         for obj in feature_extraction.extract(encoder, packed, layer_indexes,
                                               FLAGS.batch_size):
             out.write(json.dumps(obj) + "\n")
@@ -85,4 +90,4 @@ def main(_):
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file",
                                   "bert_config_file", "init_checkpoint"])
-    app.run(main)
+    cli.run(main)

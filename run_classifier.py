@@ -16,6 +16,7 @@ distribution / precision / optimizer flags of run_pretraining.py. The task is
 
 from absl import app, flags
 
+from data_prep import cli
 from training import flags as training_flags
 
 training_flags.define_common_flags()
@@ -51,4 +52,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

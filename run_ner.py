@@ -17,6 +17,7 @@ import json
 
 from absl import app, flags
 
+from data_prep import cli
 from training import flags as training_flags
 
 training_flags.define_common_flags()
@@ -64,4 +65,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -14,6 +14,7 @@ The task is `tasks.pretraining`; the run is `training.runner.run`.
 
 from absl import app, flags
 
+from data_prep import cli
 from training import flags as training_flags
 
 training_flags.define_common_flags()
@@ -43,4 +44,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -19,6 +19,7 @@ import json
 
 from absl import app, flags
 
+from data_prep import cli
 from training import flags as training_flags
 
 training_flags.define_common_flags()
@@ -90,4 +91,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -13,7 +13,9 @@ layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK], then the learned p
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
+
+from data_prep import cli
 
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated files or globs.")
 flags.DEFINE_string("output_file", None, "The vocabulary file to write.")
@@ -31,10 +33,11 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    from data_prep import corpus, vocabulary
+    from data_prep import corpus, file_io, vocabulary
     from data_prep.progress import Progress
 
     files = corpus.expand_input_patterns(FLAGS.input_file)
+    file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file}, {"input_file": files})
     start = time.time()
     progress = Progress("build_vocab: counting words", ["lines"])
     counts = vocabulary.count_words_in_files(files, FLAGS.do_lower_case, progress=progress)
@@ -52,4 +55,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file"])
-    app.run(main)
+    cli.run(main)

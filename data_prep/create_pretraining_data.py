@@ -21,7 +21,9 @@ import random
 import sys
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
+
+from data_prep import cli
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file(s): comma-separated list of files or globs.")
@@ -167,13 +169,15 @@ def _warn_about_input(stats):
 
 
 def main(_):
-    from data_prep import corpus
+    from data_prep import corpus, file_io
     from data_prep.progress import Progress
     from data_prep.tokenization import FullTokenizer
 
     _validate()
     files = corpus.expand_input_patterns(FLAGS.input_file)
     outputs = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
+    file_io.refuse_inputs_as_outputs({"output_file": outputs},
+                                     {"input_file": files, "vocab_file": FLAGS.vocab_file})
     vocab = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case).vocab
     params = _params()
     logging.info("Reading %d input file(s) in --mode=%s.", len(files), FLAGS.mode)
@@ -214,4 +218,4 @@ def _main_then_exit(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    app.run(_main_then_exit)
+    cli.run(_main_then_exit)

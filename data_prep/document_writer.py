@@ -16,9 +16,11 @@ class DocumentWriter:
     """`with DocumentWriter(dir, prefix, n) as w: w.write(sentences)`; documents go to the
     file with the fewest bytes so far, so the files end up about the same size."""
 
-    def __init__(self, output_dir, prefix, num_files):
+    def __init__(self, output_dir, prefix, num_files, inputs=None):
+        """`inputs`: {flag: paths} the run reads, which no output may overwrite."""
         self.paths = [os.path.join(output_dir, f"{prefix}-{i:05d}-of-{num_files:05d}.txt")
                       for i in range(num_files)]
+        file_io.refuse_inputs_as_outputs({"output_dir": self.paths}, inputs or {})
         self.output_dir = output_dir
         self.sizes = [0] * num_files
         self.documents = 0

@@ -17,7 +17,9 @@ import re
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
+
+from data_prep import cli
 
 flags.DEFINE_string("input_dir", None, "Folder of book .txt files (searched recursively).")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -64,7 +66,8 @@ def main(_):
     progress = Progress("extract_bookcorpus", ["books", "sentences"])
     start, empty, invalid = time.time(), [], 0
     ctx = multiprocessing.get_context("spawn")
-    with DocumentWriter(FLAGS.output_dir, "books", FLAGS.num_output_files) as writer, \
+    with DocumentWriter(FLAGS.output_dir, "books", FLAGS.num_output_files,
+                        inputs={"input_dir": books}) as writer, \
             ctx.Pool(max(1, FLAGS.num_workers)) as pool:
         for path, sentences, bad in pool.imap(book_sentences,
                                               [(b, FLAGS.language) for b in books]):
@@ -83,4 +86,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_dir", "output_dir"])
-    app.run(main)
+    cli.run(main)

@@ -19,7 +19,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from absl import app, flags
+from absl import flags
+
+from data_prep import cli
 
 flags.DEFINE_string("input_file", None, "The dump: .xml.bz2 or .xml.")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -100,7 +102,8 @@ def main(_):
     progress = Progress("extract_wikipedia", ["articles", "sentences"])
     start = time.time()
     ctx = multiprocessing.get_context("spawn")
-    with DocumentWriter(FLAGS.output_dir, "wiki", FLAGS.num_output_files) as writer, \
+    with DocumentWriter(FLAGS.output_dir, "wiki", FLAGS.num_output_files,
+                        inputs={"input_file": FLAGS.input_file}) as writer, \
             ctx.Pool(max(1, FLAGS.num_workers)) as pool:
         # imap keeps the dump's order, so the output is deterministic.
         for sentences in pool.imap(article_sentences, work(), chunksize=16):
@@ -116,4 +119,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_dir"])
-    app.run(main)
+    cli.run(main)

@@ -87,6 +87,46 @@ def makedirs(directory):
         os.makedirs(directory or ".", exist_ok=True)
 
 
+def _resolved(path):
+    path = str(path).rstrip("/")
+    return path if is_remote(path) else os.path.realpath(path)
+
+
+def input_files(path):
+    """The files an input path stands for: itself, or for a checkpoint prefix its index
+    and data files, or for a folder the folder."""
+    path = str(path)
+    if exists(path):
+        return [path]
+    return glob(glob_escape(path) + ".*")
+
+
+def glob_escape(path):
+    return path if is_remote(path) else _glob.escape(str(path))
+
+
+def refuse_inputs_as_outputs(outputs, inputs):
+    """Raises `ValueError` when an output would overwrite an input: `outputs` and `inputs`
+    map a flag name to a path (or a list of paths). An output is refused when it resolves
+    to an input, or when it is a folder that holds one (folders are replaced whole)."""
+    def each(paths):
+        return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
+
+    resolved = {}
+    for flag, paths in inputs.items():
+        for path in each(paths):
+            for name in input_files(path) or [path]:
+                resolved.setdefault(_resolved(name), (flag, name))
+    for out_flag, out_paths in outputs.items():
+        for out_path in each(out_paths):
+            target = _resolved(out_path)
+            for found, (flag, name) in resolved.items():
+                if found == target or found.startswith(target + "/"):
+                    raise ValueError(
+                        f"--{out_flag}={out_path} would overwrite the input {name} "
+                        f"(--{flag}); write the output somewhere else.")
+
+
 def temporary_name(path):
     """The name `path` is written under until it is complete: hidden, in the same folder
     (so the final rename stays on one file system), and tagged with this process."""
@@ -171,8 +211,7 @@ def atomic_write_text(path, text):
 
 def checkpoint_files(prefix):
     """The files of a TF checkpoint written at `prefix` (index last)."""
-    pattern = str(prefix) if is_remote(prefix) else _glob.escape(str(prefix))
-    return glob(pattern + ".data-*") + [f"{prefix}.index"]
+    return glob(glob_escape(prefix) + ".data-*") + [f"{prefix}.index"]
 
 
 @contextlib.contextmanager
@@ -189,7 +228,6 @@ def atomic_checkpoint(prefix):
         for src in checkpoint_files(tmp_prefix):
             publish(src, prefix + src[len(tmp_prefix):])
     except BaseException:
-        for src in glob((tmp_prefix if is_remote(tmp_prefix) else _glob.escape(tmp_prefix))
-                        + ".*"):
+        for src in glob(glob_escape(tmp_prefix) + ".*"):
             _discard(src)
         raise

@@ -12,7 +12,9 @@ the segment boundary.
 
 import collections
 
-from absl import app, flags
+from absl import flags
+
+from data_prep import cli
 
 flags.DEFINE_string("input_file", None, "TFRecord file(s): comma-separated files or globs.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary the files were made with.")
@@ -96,4 +98,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "vocab_file"])
-    app.run(main)
+    cli.run(main)

@@ -18,6 +18,8 @@ The steps, in the original's order (see README "Tokenization"):
 import collections
 import unicodedata
 
+from absl import logging
+
 UNK_TOKEN = "[UNK]"
 MAX_INPUT_CHARS_PER_WORD = 200
 
@@ -49,7 +51,9 @@ def load_vocab(vocab_file):
     line counter still advances). Returns an ordered dict token -> id.
 
     Raises:
-        VocabularyError: missing, empty or non-UTF-8 file.
+        VocabularyError: missing, empty or non-UTF-8 file, or a blank line (it would
+            shift the ids after it). A repeated token is only a warning, as the original
+            accepts it.
     """
     vocab = collections.OrderedDict()
     try:
@@ -64,12 +68,35 @@ def load_vocab(vocab_file):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line
+    blank, repeated = [], {}
     for index, line in enumerate(lines):
-        vocab[line.strip()] = index
-    if not vocab:
+        token = line.strip()
+        if not token:
+            blank.append(index + 1)
+        elif token in vocab:
+            repeated.setdefault(token, [vocab[token] + 1]).append(index + 1)
+        vocab[token] = index
+    last_token = max((i for i, line in enumerate(lines) if line.strip()), default=-1) + 1
+    blank = [n for n in blank if n < last_token]  # trailing blank lines shift nothing
+    if blank:
+        raise VocabularyError(
+            f"{vocab_file}: blank line(s) {_some(blank)}; every line is a token and its "
+            f"line number its id, so a blank line shifts the ids of the tokens after it. "
+            f"Remove it if it was added by mistake (the model was trained without it).")
+    if repeated:
+        logging.warning("%s: %d token(s) appear on more than one line (%s); as the original "
+                        "does, each keeps the id of its last line.", vocab_file,
+                        len(repeated), "; ".join(f"{t!r} on lines {_some(n)}" for t, n in
+                                                 list(repeated.items())[:3]))
+    if last_token == 0:
         raise VocabularyError(f"{vocab_file}: the vocabulary is empty; it needs one token "
                               f"per line, e.g. [PAD], [UNK], [CLS], [SEP], [MASK], ...")
     return vocab
+
+
+def _some(numbers, limit=5):
+    shown = ", ".join(str(n) for n in numbers[:limit])
+    return shown + (f" and {len(numbers) - limit} more" if len(numbers) > limit else "")
 
 
 def whitespace_tokenize(text):

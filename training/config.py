@@ -16,6 +16,33 @@ import dataclasses
 from typing import Optional
 
 
+def check(config, rules):
+    """Raises `ValueError` naming the flag for the first field of `config` that breaks its
+    rule: `rules` maps a field name to (test, what it must be)."""
+    for name, (test, must_be) in rules.items():
+        value = getattr(config, name)
+        if value is not None and not test(value):
+            raise ValueError(f"--{name}={value!r}: must be {must_be}.")
+
+
+def positive(value):
+    return value > 0 and value == value and value != float("inf")
+
+
+def at_least(low):
+    return lambda value: value >= low
+
+
+def fraction(value):
+    return 0 <= value <= 1
+
+
+POSITIVE = (positive, "a positive number")
+WHOLE_POSITIVE = (at_least(1), "at least 1")
+NON_NEGATIVE = (at_least(0), "0 or more")
+FRACTION = (fraction, "between 0 and 1")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RuntimeConfig:
     """Where and in what precision a run computes.
@@ -41,6 +68,9 @@ class RuntimeConfig:
     tpu_name: Optional[str] = None
     tpu_zone: Optional[str] = None
     gcp_project: Optional[str] = None
+
+    def __post_init__(self):
+        check(self, {"num_cpu_devices": NON_NEGATIVE})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -78,6 +108,14 @@ class TrainerConfig:
     log_steps: int = 100
     keep_checkpoint_max: int = 5
 
+    def __post_init__(self):
+        check(self, {"train_batch_size": WHOLE_POSITIVE, "learning_rate": POSITIVE,
+                     "weight_decay_rate": NON_NEGATIVE, "clip_norm": NON_NEGATIVE,
+                     "gradient_accumulation_steps": WHOLE_POSITIVE,
+                     "save_checkpoints_steps": WHOLE_POSITIVE,
+                     "iterations_per_loop": WHOLE_POSITIVE, "log_steps": NON_NEGATIVE,
+                     "keep_checkpoint_max": WHOLE_POSITIVE})
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaskConfig:
@@ -99,6 +137,10 @@ class TaskConfig:
     max_seq_length: int = 128
     eval_batch_size: int = 8
 
+    def __post_init__(self):
+        check(self, {"max_seq_length": (at_least(3), "at least 3 ([CLS] x [SEP])"),
+                     "eval_batch_size": WHOLE_POSITIVE})
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FineTuningConfig(TaskConfig):
@@ -118,3 +160,9 @@ class FineTuningConfig(TaskConfig):
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
     predict_batch_size: int = 8
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"num_train_epochs": POSITIVE, "warmup_proportion": FRACTION,
+                     "predict_batch_size": WHOLE_POSITIVE})
+

@@ -229,6 +229,11 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     output_dir = trainer.output_dir
     file_io.makedirs(output_dir)
     task.prepare(output_dir, do_train=do_train, do_eval=do_eval, do_predict=do_predict)
+    inputs = task.input_paths()
+    export_dir = trainer.export_dir or (task.default_export_dir(output_dir) if do_train
+                                        else None)
+    file_io.refuse_inputs_as_outputs({"export_dir": export_dir},
+                                     dict(inputs, output_dir=output_dir))
     model, _ = restore_model(task, bert_config, strategy, output_dir,
                              restore_latest=not do_train)
     chief = distribution.is_chief(strategy)
@@ -245,15 +250,17 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
             results = task.evaluate(model, strategy)
         results["global_step"] = step
         if chief:
-            _write_results(task, os.path.join(output_dir, EVAL_RESULTS), results)
+            path = os.path.join(output_dir, EVAL_RESULTS)
+            file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
+            _write_results(task, path, results)
         result.eval_results = results
     if do_predict and chief:
         files, result.predict_results = task.predict(model)
-        for name, text in files.items():
-            file_io.atomic_write_text(os.path.join(output_dir, name), text)
+        paths = {os.path.join(output_dir, name): text for name, text in files.items()}
+        file_io.refuse_inputs_as_outputs({"output_dir": list(paths)}, inputs)
+        for path, text in paths.items():
+            file_io.atomic_write_text(path, text)
         logging.info("Wrote %s to %s.", ", ".join(files), output_dir)
-    export_dir = trainer.export_dir or (task.default_export_dir(output_dir) if do_train
-                                        else None)
     if export_dir and chief:
         task.export(model, export_dir)
         result.export_dir = export_dir

@@ -85,6 +85,15 @@ class Task:
     def export(self, model, export_dir):
         raise NotImplementedError(f"{type(self).__name__} has no export.")
 
+    def input_paths(self):
+        """{flag: path or paths} of everything the run reads (after `prepare`): no output
+        may overwrite one of them. Tasks add their data files."""
+        c = self.config
+        paths = {"bert_config_file": c.bert_config_file, "init_checkpoint": c.init_checkpoint}
+        if hasattr(c, "vocab_file"):
+            paths["vocab_file"] = c.vocab_file
+        return paths
+
     def default_export_dir(self, output_dir):
         """Where training exports to when no export folder is given (None: nowhere)."""
         return None

@@ -22,7 +22,7 @@ from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
-from training.config import FineTuningConfig
+from training.config import FineTuningConfig, check
 from training.task import Task, TrainInput, model_inputs, softmax, steps_for_epochs, \
     token_count
 
@@ -58,6 +58,12 @@ class ClassificationConfig(FineTuningConfig):
     label_column: str = "label"
     labels: Optional[tuple] = None
     regression: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"dropout_rate": (lambda p: 0 <= p < 1, "in [0, 1)"),
+                     "tokenizer": (lambda t: t in features.TOKENIZERS,
+                                   f"one of {list(features.TOKENIZERS)}")})
 
 
 class ClassificationTask(Task):
@@ -108,6 +114,12 @@ class ClassificationTask(Task):
                 examples = self.processor.get_examples(split)
                 self.pair = any(e.text_b for e in examples) or self.pair
                 self.test_sets[split] = (examples, self._features(split, examples))
+
+    def input_paths(self):
+        splits = (["train"] if self.train_path else []) + list(self.eval_sets) + list(
+            self.test_sets)
+        return dict(super().input_paths(),
+                    data_dir=[self.processor.path(split) for split in splits])
 
     def build_model(self, bert_config):
         num_classes = 1 if self.regression else len(self.label_list)

@@ -28,7 +28,7 @@ from modeling import BertPretrainer, save_google_checkpoint
 from tasks.pretraining.input import (check_first_record, expand_input_patterns,
                                      pretraining_dataset)
 from training import loop
-from training.config import TaskConfig
+from training.config import NON_NEGATIVE, WHOLE_POSITIVE, TaskConfig, check
 from training.task import Task, TrainInput, token_count
 
 MLM_EPSILON = 1e-5
@@ -54,6 +54,12 @@ class PretrainingConfig(TaskConfig):
     num_train_steps: int = 100000
     num_warmup_steps: int = 10000
     max_eval_steps: int = 100
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"max_predictions_per_seq": WHOLE_POSITIVE,
+                     "num_train_steps": WHOLE_POSITIVE, "num_warmup_steps": NON_NEGATIVE,
+                     "max_eval_steps": WHOLE_POSITIVE})
 
 
 def _masked_lm_xent(outputs, batch):
@@ -89,6 +95,10 @@ class PretrainingTask(Task):
             check_first_record(path, c.max_seq_length, c.max_predictions_per_seq)
         logging.info("%d training files, %d evaluation files.", len(self.train_files),
                      len(self.eval_files))
+
+    def input_paths(self):
+        return dict(super().input_paths(), input_file=self.train_files,
+                    eval_input_file=self.eval_files)
 
     def build_model(self, bert_config):
         self.bert_config = bert_config

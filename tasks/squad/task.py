@@ -26,7 +26,7 @@ from tasks.squad import data, metrics
 from tasks.squad.export import export_squad
 from tasks.squad.predictions import compute_predictions
 from training import loop
-from training.config import FineTuningConfig
+from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            steps_for_epochs, token_count)
 
@@ -56,6 +56,11 @@ class SquadConfig(FineTuningConfig):
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {name: WHOLE_POSITIVE for name in (
+            "doc_stride", "max_query_length", "n_best_size", "max_answer_length")})
 
 
 def has_answers(squad_json):
@@ -115,6 +120,10 @@ class SquadTask(Task):
             if do_eval and not has_answers(self.predict_json):
                 raise ValueError(f"--do_eval: {c.predict_file} holds no answers to score "
                                  f"against.")
+
+    def input_paths(self):
+        c = self.config
+        return dict(super().input_paths(), train_file=c.train_file, predict_file=c.predict_file)
 
     def build_model(self, bert_config):
         return BertSpanLabeler(bert_config)

@@ -24,7 +24,7 @@ from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging
 from training import loop
-from training.config import FineTuningConfig
+from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            steps_for_epochs, token_count)
 
@@ -53,6 +53,10 @@ class TaggingConfig(FineTuningConfig):
     tag_scheme: str = "iob2"
     doc_stride: Optional[int] = None
     document_context: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"doc_stride": WHOLE_POSITIVE})
 
 
 class TaggingTask(Task):
@@ -106,6 +110,10 @@ class TaggingTask(Task):
         if do_predict:
             self.test = self.read("test")
             self._check_tags(*self.test)
+
+    def input_paths(self):
+        read = [self.train_path] + [split[0] for split in (self.dev, self.test) if split]
+        return dict(super().input_paths(), data_dir=read)
 
     def build_model(self, bert_config):
         return BertTokenClassifier(bert_config, len(self.label_list))
