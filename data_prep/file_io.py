@@ -134,6 +134,40 @@ def temporary_name(path):
     return os.path.join(directory, f".tmp-{os.getpid()}-{base}")
 
 
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_leftovers(path):
+    """Removes what killed runs left while writing `path` (or, for a checkpoint prefix,
+    its files): temporaries `.tmp-PID-<name>...` of processes that no longer run. A
+    folder set aside by a run killed in the middle of replacing it comes back under its
+    name if nothing took its place. Local paths only; returns the paths removed."""
+    path = str(path).rstrip("/")
+    if is_remote(path):
+        return []
+    directory, base = os.path.split(path)
+    removed = []
+    for leftover in _glob.glob(os.path.join(_glob.escape(directory or "."),
+                                            f".tmp-*-{_glob.escape(base)}*")):
+        pid = os.path.basename(leftover)[len(".tmp-"):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _process_alive(int(pid)):
+            continue
+        if os.path.basename(leftover) == f".tmp-{pid}-{base}.old" and \
+                not os.path.exists(path):
+            os.replace(leftover, path)  # killed mid-swap: the old folder comes back
+            continue
+        _discard(leftover)
+        removed.append(leftover)
+    return removed
+
+
 def publish(tmp, path):
     """Renames the complete `tmp` to `path`, replacing what was there. A folder that
     exists is first renamed aside and deleted only after the new one is in place, so
@@ -174,6 +208,7 @@ def atomic_paths(paths):
         for path, tmp in zip(paths, temps):
             makedirs(os.path.dirname(path))
             _discard(tmp)  # a leftover of an earlier process with the same id
+            remove_leftovers(path)
         yield temps
         for tmp, path in zip(temps, paths):
             publish(tmp, path)
@@ -217,15 +252,24 @@ def checkpoint_files(prefix):
 @contextlib.contextmanager
 def atomic_checkpoint(prefix):
     """Yields a temporary prefix to write a TF checkpoint at; when the block ends, its
-    files are renamed to `prefix`, data shards first and the index last (a reader finds
-    a checkpoint by its index, so until the last rename it finds the old one, if any).
-    On failure the temporary files are removed."""
+    files are renamed to `prefix`: the old index (if any) is removed, then the new data
+    shards are renamed in and the index last. A reader finds a checkpoint by its index,
+    so it finds the complete old one, then none, then the complete new one; never new data
+    with an old index. (Where the whole folder is the writer's own, write the folder with
+    `atomic_path` instead: then the old checkpoint stays readable until the swap.) On
+    failure the temporary files are removed."""
     prefix = str(prefix)
     tmp_prefix = temporary_name(prefix)
     makedirs(os.path.dirname(prefix))
+    remove_leftovers(prefix)
     try:
         yield tmp_prefix
-        for src in checkpoint_files(tmp_prefix):
+        new_files = checkpoint_files(tmp_prefix)
+        # An old index must not meet new data files: it goes first, so an interruption
+        # between the renames leaves no checkpoint at `prefix` rather than a broken one.
+        if exists(f"{prefix}.index"):
+            remove(f"{prefix}.index")
+        for src in new_files:
             publish(src, prefix + src[len(tmp_prefix):])
     except BaseException:
         for src in glob(glob_escape(tmp_prefix) + ".*"):

@@ -4,8 +4,8 @@ Pipeline position: the model every stage uses (text -> TFRecords -> pre-training
 fine-tuning -> SavedModel). See README.md for how the pieces fit.
 """
 
-from modeling.checkpoint import (CheckpointError, LoadReport, load_checkpoint,
-                                 save_google_checkpoint, save_tf2_checkpoint)
+from modeling.checkpoint import (CheckpointError, CheckpointReadError, LoadReport,
+                                 load_checkpoint, save_google_checkpoint, save_tf2_checkpoint)
 from modeling.config import BertConfig, BertConfigError
 from modeling.encoder import BertEncoder
 from modeling.models import (BertClassifier, BertPretrainer, BertSpanLabeler,
@@ -14,5 +14,5 @@ from modeling.models import (BertClassifier, BertPretrainer, BertSpanLabeler,
 __all__ = [
     "BertConfig", "BertConfigError", "BertEncoder", "BertPretrainer", "BertClassifier",
     "BertSpanLabeler", "BertTokenClassifier", "load_checkpoint", "save_google_checkpoint",
-    "save_tf2_checkpoint", "CheckpointError", "LoadReport",
+    "save_tf2_checkpoint", "CheckpointError", "CheckpointReadError", "LoadReport",
 ]

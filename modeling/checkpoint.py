@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from modeling import checkpoint_mapping as mapping
 from data_prep import file_io
+from modeling import checkpoint_mapping as mapping
 
 GOOGLE = "google_tf1"
 HUGGING_FACE = "hugging_face_safetensors"
@@ -34,6 +34,10 @@ _TF2_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be read, or whose variables do not fit the model."""
+
+
+class CheckpointReadError(CheckpointError):
+    """A checkpoint whose files cannot be read: damaged, cut short, not a checkpoint."""
 
 
 @dataclasses.dataclass
@@ -129,7 +133,8 @@ def _tf_format(prefix):
     try:
         names = [n for n, _ in tf.train.list_variables(prefix)]
     except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"{prefix}: cannot read the checkpoint ({e}).") from e
+        raise CheckpointReadError(f"{prefix}: cannot read the checkpoint "
+                                  f"({getattr(e, 'message', e)}).") from e
     return TF2 if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else GOOGLE
 
 
@@ -215,15 +220,18 @@ def load_checkpoint(model, path, strict=False):
     Args:
         model: a `BertEncoder` or a model from `modeling.models`.
         path: str. See `resolve_checkpoint_path` for what is accepted.
-        strict: bool. Raise unless every model weight was filled. Defaults to False.
+        strict: bool or "encoder". True: raise unless every model weight was filled;
+            "encoder": unless every encoder weight was (a task head may be new, as when
+            fine-tuning starts from a pre-trained checkpoint). Defaults to False.
 
     Returns:
         `LoadReport` (also logged).
 
     Raises:
-        CheckpointError: unreadable checkpoint; a shape mismatch (naming both variables
-            and both shapes); no variable in common at all; or, if `strict`, any weight
-            not filled.
+        CheckpointError: unreadable or damaged checkpoint (the model is then left as it
+            was); a shape mismatch (naming both variables and both shapes); no variable
+            in common at all; whole encoder layers of the checkpoint that the model does
+            not have (a config with fewer layers); or, if `strict`, a weight not filled.
     """
     reader = open_checkpoint(path)
     targets = mapping.variable_map(model)
@@ -248,20 +256,48 @@ def load_checkpoint(model, path, strict=False):
         raise CheckpointError(
             f"{reader.path}: no variable of the model is in this checkpoint (it holds e.g. "
             f"{sorted(reader.shapes)[:5]}). Is it a BERT checkpoint?")
+    unused = sorted(set(reader.shapes) - set(targets))
+    _check_layers(reader.path, unused, targets)
+    missing = [n for n in not_filled if strict is True or
+               (strict == "encoder" and n.startswith(mapping.ENCODER_SCOPE))]
+    if missing:
+        raise CheckpointError(f"{reader.path}: {len(missing)} model weights are not in "
+                              f"the checkpoint: {', '.join(missing)}")
+    values = {}
     for name, (variable, rule) in targets.items():
         if name in reader.shapes:
             if reader.keras_layout:
                 rule = mapping.IDENTITY
-            value = mapping.apply_rule(reader.get(name), rule)
-            variable.assign(value.astype(variable.dtype))
-            loaded.append(name)
-    unused = sorted(set(reader.shapes) - set(targets))
+            try:
+                values[name] = mapping.apply_rule(reader.get(name), rule)
+            except (IndexError, tf.errors.OpError) as e:  # e.g. a truncated data file
+                raise CheckpointReadError(
+                    f"{reader.path}: cannot read '{name}' ({type(e).__name__}: "
+                    f"{getattr(e, 'message', e)}); the checkpoint is damaged or was cut "
+                    f"short. Copy or download it again.") from e
+    for name, value in values.items():  # nothing is assigned unless everything was read
+        variable = targets[name][0]
+        variable.assign(value.astype(variable.dtype))
+        loaded.append(name)
     report = LoadReport(reader.path, reader.format, loaded, not_filled, unused)
-    logging.info(report.summary())
-    if strict and not_filled:
-        raise CheckpointError(f"{reader.path}: {len(not_filled)} model weights are not in "
-                              f"the checkpoint: {', '.join(not_filled)}")
+    (logging.warning if not_filled or unused else logging.info)(report.summary())
     return report
+
+
+def _check_layers(path, unused, targets):
+    """Whole encoder layers in the checkpoint and not in the model mean the config
+    describes a smaller model than the checkpoint: an error, not a silent cut-down."""
+    def layers(names):
+        return {int(m.group(1)) for m in map(mapping.LAYER_PATTERN.match, names) if m}
+
+    extra = sorted(layers(unused) - layers(targets))
+    if extra:
+        have = len(layers(targets))
+        raise CheckpointError(
+            f"{path}: the checkpoint has encoder layers {extra[0]}..{extra[-1]} that the "
+            f"model does not ({have} layers); num_hidden_layers in the config is smaller "
+            f"than the checkpoint's {extra[-1] + 1}. Use the checkpoint's own "
+            f"bert_config.json.")
 
 
 # --------------------------------------------------------------------------- saving

@@ -19,6 +19,9 @@ import numpy as np
 IDENTITY = "identity"
 TRANSPOSE = "transpose"  # the original's `output_weights` are [out, in]; Keras is [in, out]
 
+ENCODER_SCOPE = "bert/"  # every encoder weight's canonical name starts with it
+LAYER_PATTERN = re.compile(r"^bert/encoder/layer_(\d+)/")
+
 # (canonical TF1 name, attribute path from the encoder, rule)
 ENCODER_TABLE = (
     ("bert/embeddings/word_embeddings", "embeddings.word_embeddings", IDENTITY),

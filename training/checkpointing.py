@@ -18,9 +18,12 @@ first and only then rewrites the `checkpoint` state file (itself atomically), so
 killed while saving resumes from the previous complete checkpoint.
 """
 
+import os
+
 import keras
 import tensorflow as tf
 from absl import logging
+from google.protobuf.message import DecodeError
 
 from modeling import checkpoint_mapping
 from modeling.checkpoint import TF2_WEIGHTS_KEY
@@ -74,22 +77,57 @@ def training_checkpoint(model, optimizer, global_step):
     return tf.train.Checkpoint(**parts)
 
 
+def remove_partial_saves(directory):
+    """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint's shards into
+    before merging them: a run killed while saving leaves one behind. (Call it where only
+    this run writes: the chief, before it saves.)"""
+    for leftover in tf.io.gfile.glob(os.path.join(directory, "ckpt-*_temp")):
+        logging.info("Removing %s, left by an interrupted save.", leftover)
+        tf.io.gfile.rmtree(leftover)
+
+
+# What reading a damaged checkpoint raises (a truncated data file gives an IndexError).
+READ_ERRORS = (tf.errors.OpError, IndexError, DecodeError)
+
+
+def newest_first(directory):
+    """The training checkpoints of `directory`, newest first (from its state file)."""
+    state = tf.train.get_checkpoint_state(directory)
+    return list(reversed(state.all_model_checkpoint_paths)) if state else []
+
+
 def restore_latest(checkpoint, manager):
-    """Restores the newest complete checkpoint in `manager.directory`, if any.
+    """Restores the newest readable checkpoint in `manager.directory`, if any. A newest
+    one that cannot be read (damaged, cut short) is reported and left in place, and the
+    one before it is used.
 
     Returns:
         the checkpoint path restored, or None for a fresh start.
+
+    Raises:
+        ValueError: the checkpoints do not match the model, or none can be read.
     """
-    latest = manager.latest_checkpoint
-    if not latest:
-        return None
-    status = checkpoint.restore(latest)
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError as err:
-        raise ValueError(
-            f"{latest}: this training checkpoint does not match the model being trained "
-            f"(different bert_config.json, optimizer or task?). Use another --output_dir "
-            f"or remove the old checkpoints.\n{err}") from err
-    logging.info("Resuming from %s", latest)
-    return latest
+    tried = []
+    for path in reversed(manager.checkpoints):
+        try:
+            status = checkpoint.restore(path)
+        except READ_ERRORS as err:
+            logging.warning("%s: cannot be read (%s: %s); left in place, trying the "
+                            "checkpoint before it.", path, type(err).__name__,
+                            getattr(err, "message", err))
+            tried.append(path)
+            continue
+        try:
+            status.assert_existing_objects_matched()
+        except AssertionError as err:
+            raise ValueError(
+                f"{path}: this training checkpoint does not match the model being trained "
+                f"(different bert_config.json, optimizer or task?). Use another "
+                f"--output_dir or remove the old checkpoints.\n{err}") from err
+        logging.info("Resuming from %s", path)
+        return path
+    if tried:
+        raise ValueError(f"{manager.directory}: no training checkpoint can be read "
+                         f"({', '.join(tried)}); they are damaged. Move them away to start "
+                         f"afresh, or use another --output_dir.")
+    return None

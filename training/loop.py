@@ -200,6 +200,8 @@ class Trainer:
             TrainingDivergedError: the loss became NaN or Inf.
         """
         strategy = self.strategy
+        if is_chief(strategy):
+            checkpointing.remove_partial_saves(self.model_dir)
         checkpoint = checkpointing.training_checkpoint(self.model, self.optimizer,
                                                        self.global_step)
         manager = tf.train.CheckpointManager(

@@ -37,8 +37,8 @@ from absl import logging
 
 from data_prep import file_io
 from data_prep.tokenization import validate_case_matches_checkpoint
-from modeling import BertConfig, load_checkpoint, save_tf2_checkpoint
-from training import distribution, loop, run_flags
+from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
+from training import checkpointing, distribution, loop, run_flags
 from training.config import FineTuningConfig, RuntimeConfig
 from training.optimizers import create_optimizer
 
@@ -80,8 +80,12 @@ def model_config(task):
 
 def checkpoint_step(output_dir):
     """The step of the newest training checkpoint in `output_dir` (0 if none)."""
-    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
-    return int(latest.rsplit("-", 1)[1]) if latest else 0
+    return step_of(tf.train.latest_checkpoint(output_dir) if output_dir else None)
+
+
+def step_of(checkpoint_path):
+    """The step in a training checkpoint's name (`output_dir/ckpt-STEP`); 0 for None."""
+    return int(checkpoint_path.rsplit("-", 1)[1]) if checkpoint_path else 0
 
 
 def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=True):
@@ -91,17 +95,25 @@ def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=T
     (optimizer state included), so it passes `restore_latest=False`.
 
     Returns:
-        (model, resuming): resuming is True when `output_dir` holds a checkpoint.
+        (model, restored): the checkpoint of `output_dir` the weights came from (None if
+        the weights are not from one).
     """
     with strategy.scope():
         model = task.build_model(bert_config)
-    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
-    if latest is None:
-        if task.config.init_checkpoint:
-            load_checkpoint(model, task.config.init_checkpoint)
+    saved = checkpointing.newest_first(output_dir) if output_dir else []
+    if not saved:
+        if task.config.init_checkpoint:  # every encoder weight; a task head may be new
+            load_checkpoint(model, task.config.init_checkpoint, strict="encoder")
     elif restore_latest:
-        load_checkpoint(model, latest, strict=True)
-    return model, latest is not None
+        for path in saved:
+            try:
+                load_checkpoint(model, path, strict=True)
+                return model, path
+            except CheckpointReadError as err:
+                if path == saved[-1]:
+                    raise
+                logging.warning("%s Using the checkpoint before it.", err)
+    return model, None
 
 
 def inference_model(task, output_dir=None, runtime=RuntimeConfig()):
@@ -160,11 +172,12 @@ class BestCheckpointKeeper:
                      " (best so far: kept in best/)" if best else "")
         if best:
             self.best = value
-            save_tf2_checkpoint(self.model, os.path.join(self.directory, "model.ckpt"))
             text = self.task.format_results(dict(results, global_step=step))
             if not any(line.startswith("global_step = ") for line in text.splitlines()):
                 text += f"global_step = {step}\n"  # a task format may leave it out
-            file_io.atomic_write_text(os.path.join(self.directory, BEST_RESULTS), text)
+            with file_io.atomic_path(self.directory) as tmp:  # weights and results together
+                save_tf2_checkpoint(self.model, os.path.join(tmp, "model.ckpt"))
+                file_io.atomic_write_text(os.path.join(tmp, BEST_RESULTS), text)
 
 
 def _write_results(task, path, results):
@@ -234,8 +247,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
                                         else None)
     file_io.refuse_inputs_as_outputs({"export_dir": export_dir},
                                      dict(inputs, output_dir=output_dir))
-    model, _ = restore_model(task, bert_config, strategy, output_dir,
-                             restore_latest=not do_train)
+    model, restored = restore_model(task, bert_config, strategy, output_dir,
+                                    restore_latest=not do_train)
     chief = distribution.is_chief(strategy)
     result = RunResult(model=model)
     keeper = None
@@ -243,7 +256,7 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         result.train_logs, keeper = train(task, model, trainer, runtime, strategy,
                                           loss_scale, keep_best=do_eval, hooks=hooks)
     if do_eval and (chief or task.evaluate_on_every_worker):
-        step = checkpoint_step(output_dir)
+        step = checkpoint_step(output_dir) if do_train else step_of(restored)
         if keeper and keeper.latest and keeper.latest[0] == step:
             results = dict(keeper.latest[1])  # the model was just evaluated at this step
         else:

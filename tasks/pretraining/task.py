@@ -24,6 +24,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
+from data_prep import file_io
 from modeling import BertPretrainer, save_google_checkpoint
 from tasks.pretraining.input import (check_first_record, expand_input_patterns,
                                      pretraining_dataset)
@@ -126,9 +127,10 @@ class PretrainingTask(Task):
 
     def export(self, model, export_dir):
         """A Google-format checkpoint and its bert_config.json, for fine-tuning and the
-        original's tools."""
-        save_google_checkpoint(model, os.path.join(export_dir, "bert_model.ckpt"))
-        self.bert_config.to_json_file(os.path.join(export_dir, "bert_config.json"))
+        original's tools; the folder appears complete or not at all."""
+        with file_io.atomic_path(export_dir) as tmp:
+            save_google_checkpoint(model, os.path.join(tmp, "bert_model.ckpt"))
+            self.bert_config.to_json_file(os.path.join(tmp, "bert_config.json"))
         logging.info("Wrote %s/bert_model.ckpt and bert_config.json for fine-tuning.",
                      export_dir)
 
