@@ -22,7 +22,8 @@ from data_prep.packing import INPUT_NAMES
 from data_prep.tokenization import load_vocab
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
-TEXT_SPEC = tf.TensorSpec([None], tf.string)
+# Strings of any rank up to 1: a batch [batch], or one string (see `as_batch`).
+TEXT_SPEC = tf.TensorSpec(None, tf.string)
 
 
 class ServingModule(tf.Module):
@@ -41,8 +42,37 @@ class ServingModule(tf.Module):
         self.max_seq_length = max_seq_length
 
     def run_model(self, input_ids, input_mask, segment_ids):
-        inputs = dict(zip(INPUT_NAMES, (input_ids, input_mask, segment_ids)))
+        """The model on validated inputs (see `check_inputs`)."""
+        with tf.control_dependencies(self.check_inputs(input_ids, input_mask, segment_ids)):
+            inputs = {name: tf.identity(t) for name, t in
+                      zip(INPUT_NAMES, (input_ids, input_mask, segment_ids))}
         return self.model(inputs, training=False)
+
+    def check_inputs(self, input_ids, input_mask, segment_ids):
+        """Assertions that fail the request with an `InvalidArgumentError` naming the
+        input, instead of answering a wrong one: the three inputs of one shape, at least
+        one position, ids in [0, vocab_size) (a negative id would read another row),
+        segments in [0, type_vocab_size), a mask of 0s and 1s."""
+        encoder = self.model.encoder
+        shape = tf.shape(input_ids)
+        return [
+            tf.debugging.assert_equal(tf.shape(input_mask), shape, message=(
+                "input_mask must have the shape of input_ids [batch, seq_length]")),
+            tf.debugging.assert_equal(tf.shape(segment_ids), shape, message=(
+                "segment_ids must have the shape of input_ids [batch, seq_length]")),
+            tf.debugging.assert_positive(shape[1], message=(
+                "input_ids: sequences need at least one position ([CLS])")),
+            tf.debugging.assert_non_negative(input_ids, message="input_ids: negative id"),
+            tf.debugging.assert_less(input_ids, encoder.vocab_size, message=(
+                f"input_ids: ids must be below vocab_size={encoder.vocab_size}")),
+            tf.debugging.assert_non_negative(segment_ids, message=(
+                "segment_ids: negative segment")),
+            tf.debugging.assert_less(segment_ids, encoder.type_vocab_size, message=(
+                f"segment_ids: segments must be below type_vocab_size="
+                f"{encoder.type_vocab_size}")),
+            tf.debugging.Assert(tf.reduce_all((input_mask == 0) | (input_mask == 1)),
+                                ["input_mask: values must be 0 or 1"]),
+        ]
 
 
 def save(module, export_dir, text_signature):
@@ -55,6 +85,15 @@ def save(module, export_dir, text_signature):
         tf.saved_model.save(module, tmp, signatures={"serving_default": text_signature,
                                                      "serving_ids": serving_ids})
     return export_dir
+
+
+def as_batch(text):
+    """A request's strings as a batch [batch]: a single string (a scalar) is a batch of
+    one; more dimensions are refused."""
+    check = tf.debugging.assert_less_equal(
+        tf.rank(text), 1, message="text inputs are a string or a batch of strings [batch]")
+    with tf.control_dependencies([check]):
+        return tf.reshape(text, [-1])
 
 
 def split_words(tokenizer, text, unk_id):

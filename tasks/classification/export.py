@@ -37,8 +37,8 @@ class ClassificationModule(export.ServingModule):
                               "segment_ids": segment_ids})
 
     def from_text(self, text_a, text_b=None):
-        ids_a = self.tokenizer.tokenize(text_a)
-        ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
+        ids_a = self.tokenizer.tokenize(export.as_batch(text_a))
+        ids_b = None if text_b is None else self.tokenizer.tokenize(export.as_batch(text_b))
         return self._outputs(pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id,
                                       self.sep_id))
 

@@ -26,6 +26,7 @@ class SquadModule(export.ServingModule):
                 "end_logits": tf.cast(out["end_logits"], tf.float32)}
 
     def from_text(self, question, context):
+        question, context = export.as_batch(question), export.as_batch(context)
         query = self.tokenizer.tokenize(question)
         query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
         words, begin, end, pieces = export.split_words(self.tokenizer, context, self.unk_id)

@@ -31,6 +31,7 @@ class TaggingModule(export.ServingModule):
                 "label": tf.gather(self.labels, label_id)}
 
     def from_text(self, text):
+        text = export.as_batch(text)
         words, begin, end, pieces = export.split_words(self.tokenizer, text, self.unk_id)
         counts = pieces.row_lengths()
         per_row = words.with_flat_values(counts)                       # [batch, (words)]
