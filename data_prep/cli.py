@@ -16,6 +16,7 @@ and I/O errors (`OSError`, TensorFlow's `OpError`) wherever they come from.
 
 import functools
 import os
+import re
 import sys
 import tempfile
 import time
@@ -46,10 +47,20 @@ def is_known(exc):
     return isinstance(exc, (ValueError, RuntimeError)) and _raised_by_project(exc)
 
 
+def op_error_text(err):
+    """A TensorFlow error's text without its graph decorations (`{{function_node ...}}`,
+    `[[node ...]]`, `[Op:...]`), on one line."""
+    text = getattr(err, "message", None) or str(err)
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\]( name: \S*)?", "", text)
+    return " ".join(text.split())
+
+
 def message(exc):
     """The user-facing text of a known error."""
     if _is_op_error(exc):
-        return f"{type(exc).__name__}: {exc.message}"
+        return f"{type(exc).__name__}: {op_error_text(exc)}"
     if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in str(exc):
         return f"{exc.filename}: {exc}"
     return str(exc) or type(exc).__name__

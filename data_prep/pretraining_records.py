@@ -14,8 +14,10 @@ import contextlib
 import os
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
 from data_prep import file_io
+from data_prep.cli import op_error_text
 from data_prep.packing import INPUT_NAMES
 
 FEATURE_NAMES = INPUT_NAMES + ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
@@ -135,11 +137,10 @@ def read_examples(path, max_seq_length=None, max_predictions_per_seq=None):
     """Yields dicts of numpy arrays from a pre-training TFRecord file.
 
     Lengths default to those found in the first record. Raises `ValueError` naming the
-    file and the feature if a record lacks a feature or has another length.
+    file (and the record or feature) if it is not a TFRecord file, is damaged or cut
+    short, or a record lacks a feature or has another length.
     """
-    dataset = tf.data.TFRecordDataset(path)
-    for raw in dataset.as_numpy_iterator():
-        example = tf.train.Example.FromString(raw)
+    for number, example in enumerate(_examples(path)):
         feats = example.features.feature
         missing = [name for name in FEATURE_NAMES if name not in feats]
         if missing:
@@ -157,6 +158,21 @@ def read_examples(path, max_seq_length=None, max_predictions_per_seq=None):
             want = 1 if name == "next_sentence_labels" else (
                 max_seq_length if name in INPUT_NAMES else max_predictions_per_seq)
             if len(out[name]) != want:
-                raise ValueError(f"{path}: feature '{name}' has {len(out[name])} values, "
-                                 f"expected {want}.")
+                raise ValueError(f"{path}: record {number}: feature '{name}' has "
+                                 f"{len(out[name])} values, expected {want} (as in the "
+                                 f"records before it).")
         yield out
+
+
+def _examples(path):
+    try:
+        for number, raw in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+            try:
+                yield tf.train.Example.FromString(raw)
+            except DecodeError:
+                raise ValueError(f"{path}: record {number} is not a tf.train.Example; is "
+                                 f"this a pre-training TFRecord file?") from None
+    except tf.errors.OpError as e:
+        raise ValueError(f"{path}: not a readable TFRecord file, or damaged "
+                         f"({op_error_text(e)}). "
+                         f"Recreate it with data_prep.create_pretraining_data.") from None

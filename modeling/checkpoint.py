@@ -21,6 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_prep import file_io
+from data_prep.cli import op_error_text
 from modeling import checkpoint_mapping as mapping
 
 GOOGLE = "google_tf1"
@@ -134,7 +135,7 @@ def _tf_format(prefix):
         names = [n for n, _ in tf.train.list_variables(prefix)]
     except (tf.errors.OpError, ValueError) as e:
         raise CheckpointReadError(f"{prefix}: cannot read the checkpoint "
-                                  f"({getattr(e, 'message', e)}).") from e
+                                  f"({op_error_text(e)}).") from e
     return TF2 if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else GOOGLE
 
 
@@ -273,8 +274,8 @@ def load_checkpoint(model, path, strict=False):
             except (IndexError, tf.errors.OpError) as e:  # e.g. a truncated data file
                 raise CheckpointReadError(
                     f"{reader.path}: cannot read '{name}' ({type(e).__name__}: "
-                    f"{getattr(e, 'message', e)}); the checkpoint is damaged or was cut "
-                    f"short. Copy or download it again.") from e
+                    f"{op_error_text(e)}); the checkpoint is damaged or was cut short. "
+                    f"Copy or download it again.") from e
     for name, value in values.items():  # nothing is assigned unless everything was read
         variable = targets[name][0]
         variable.assign(value.astype(variable.dtype))

@@ -25,6 +25,8 @@ import tensorflow as tf
 from absl import logging
 from google.protobuf.message import DecodeError
 
+from data_prep.cli import op_error_text
+
 from modeling import checkpoint_mapping
 from modeling.checkpoint import TF2_WEIGHTS_KEY
 
@@ -114,7 +116,7 @@ def restore_latest(checkpoint, manager):
         except READ_ERRORS as err:
             logging.warning("%s: cannot be read (%s: %s); left in place, trying the "
                             "checkpoint before it.", path, type(err).__name__,
-                            getattr(err, "message", err))
+                            op_error_text(err))
             tried.append(path)
             continue
         try:

@@ -23,6 +23,7 @@ tokens/s), TensorBoard summaries in `model_dir/train`, and a checkpoint every
 restores the newest checkpoint, data position included, and stops at the same step.
 """
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -51,6 +52,20 @@ def write_scalar(name, value):
 
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite."""
+
+
+@contextlib.contextmanager
+def explained_input_errors(task):
+    """Turns a read or parse error of the input pipeline (which names no file) into the
+    task's explanation naming the file, when the task has one (`explain_input_error`)."""
+    try:
+        yield
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as err:
+        explain = getattr(task, "explain_input_error", None)
+        better = explain(err) if explain else None
+        if better is None:
+            raise
+        raise better from err
 
 
 def _learning_rate(optimizer):
@@ -235,8 +250,9 @@ class Trainer:
                 boundaries.append((step // log_steps + 1) * log_steps)
             num_steps = min(boundaries) - step
             start = time.perf_counter()
-            out = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
-            out = tf.nest.map_structure(lambda t: t.numpy(), out)
+            with explained_input_errors(self.task):
+                out = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
+                out = tf.nest.map_structure(lambda t: t.numpy(), out)
             elapsed = time.perf_counter() - start
             step = int(self.global_step.numpy())
             if not np.isfinite(out["last_loss"]):
@@ -307,12 +323,13 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
                 for name, value in sums.items()}
 
     totals, steps = None, 0
-    for batch in dist:
-        if max_steps is not None and steps >= max_steps:
-            break
-        sums = {name: float(value.numpy()) for name, value in step(batch).items()}
-        totals = sums if totals is None else {n: totals[n] + sums[n] for n in sums}
-        steps += 1
+    with explained_input_errors(task):
+        for batch in dist:
+            if max_steps is not None and steps >= max_steps:
+                break
+            sums = {name: float(value.numpy()) for name, value in step(batch).items()}
+            totals = sums if totals is None else {n: totals[n] + sums[n] for n in sums}
+            steps += 1
     if totals is None:
         raise ValueError("The evaluation data is empty.")
     results = task.eval_results(totals)

@@ -8,9 +8,11 @@ skips, unparsed, the batches already used).
 """
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
 from data_prep import file_io
-from data_prep.pretraining_records import FEATURE_NAMES, feature_spec
+from data_prep.cli import op_error_text
+from data_prep.pretraining_records import FEATURE_NAMES, feature_spec, read_examples
 
 
 class InputError(ValueError):
@@ -32,16 +34,36 @@ def expand_input_patterns(input_file):
     return sorted(set(files))
 
 
+def check_records(path, max_seq_length, max_predictions_per_seq, sample=32):
+    """Checks the first `sample` records of `path` before training: the pre-training
+    features with the lengths the flags give (the first record names the flag to set),
+    and every record of the sample alike. Raises `InputError` naming the file, record,
+    feature and flag."""
+    check_first_record(path, max_seq_length, max_predictions_per_seq)
+    try:
+        for number, _ in enumerate(read_examples(path, max_seq_length,
+                                                 max_predictions_per_seq)):
+            if number + 1 >= sample:
+                break
+    except ValueError as err:
+        raise InputError(str(err)) from None
+
+
 def check_first_record(path, max_seq_length, max_predictions_per_seq):
     """Reads one record of `path` and checks it has the pre-training features with the
     lengths the flags give; raises `InputError` naming the file, feature and flag."""
     try:
         raw = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as err:
-        raise InputError(f"{path}: not a readable TFRecord file ({err.message}).") from err
+        raise InputError(f"{path}: not a readable TFRecord file "
+                         f"({op_error_text(err)}).") from err
     if raw is None:
         raise InputError(f"{path}: the file holds no record.")
-    example = tf.train.Example.FromString(raw.numpy())
+    try:
+        example = tf.train.Example.FromString(raw.numpy())
+    except DecodeError:
+        raise InputError(f"{path}: its records are not tf.train.Examples; is this a "
+                         f"pre-training TFRecord file?") from None
     feats = example.features.feature
     missing = [name for name in FEATURE_NAMES if name not in feats]
     if missing:
@@ -109,3 +131,25 @@ def pretraining_dataset(files, batch_size, max_seq_length, max_predictions_per_s
     dataset = dataset.map(lambda s: _parse_batch(s, spec),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def find_damaged(files, max_seq_length, max_predictions_per_seq, vocab_size=None):
+    """Reads every record of `files` (at tf.data speed) to find the one a training or
+    evaluation error came from: a file that is damaged or cut short, a record of other
+    lengths, or ids the model's vocabulary does not have. Returns an `InputError` naming
+    the file, or None when every file reads cleanly."""
+    spec = feature_spec(max_seq_length, max_predictions_per_seq)
+    for path in files:
+        dataset = tf.data.TFRecordDataset(path).batch(1024).map(
+            lambda s: tf.reduce_max(tf.io.parse_example(s, spec)["input_ids"]))
+        try:
+            largest = max((int(m) for m in dataset.as_numpy_iterator()), default=0)
+        except tf.errors.OpError as err:
+            return InputError(f"{path}: cannot be read to the end ({op_error_text(err)}); "
+                              f"the file is damaged or holds records of other lengths. "
+                              f"Recreate it or leave it out of --input_file.")
+        if vocab_size is not None and largest >= vocab_size:
+            return InputError(f"{path}: token id {largest} but vocab_size={vocab_size} in the "
+                              f"model config; the records were made with another "
+                              f"vocabulary.")
+    return None

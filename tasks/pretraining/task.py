@@ -26,7 +26,7 @@ from absl import logging
 
 from data_prep import file_io
 from modeling import BertPretrainer, save_google_checkpoint
-from tasks.pretraining.input import (check_first_record, expand_input_patterns,
+from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)
 from training import loop
 from training.config import NON_NEGATIVE, WHOLE_POSITIVE, TaskConfig, check
@@ -88,12 +88,13 @@ class PretrainingTask(Task):
         self.bert_config = None
 
     def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
-        """Finds the input files and checks one record of each against the lengths."""
+        """Finds the input files and checks the first records of each against the flags
+        (a damaged record further on is found and named if training meets it)."""
         c = self.config
         self.train_files = expand_input_patterns(c.input_file)
         self.eval_files = expand_input_patterns(c.eval_input_file or c.input_file)
         for path in sorted(set(self.train_files) | set(self.eval_files)):  # cheap
-            check_first_record(path, c.max_seq_length, c.max_predictions_per_seq)
+            check_records(path, c.max_seq_length, c.max_predictions_per_seq)
         logging.info("%d training files, %d evaluation files.", len(self.train_files),
                      len(self.eval_files))
 
@@ -121,6 +122,15 @@ class PretrainingTask(Task):
         dataset = pretraining_dataset(self.eval_files, c.eval_batch_size, c.max_seq_length,
                                       c.max_predictions_per_seq, is_training=False)
         return loop.evaluate(strategy, model, self, dataset, c.max_eval_steps)
+
+    def explain_input_error(self, err):
+        """The file behind an error met while reading the records (an `InputError`), or
+        None if every file reads cleanly."""
+        c = self.config
+        files = list(dict.fromkeys(self.train_files + self.eval_files))
+        logging.info("Reading every input file to find the one behind this error.")
+        return find_damaged(files, c.max_seq_length, c.max_predictions_per_seq,
+                            self.bert_config.vocab_size if self.bert_config else None)
 
     def default_export_dir(self, output_dir):
         return os.path.join(output_dir, "export")
