@@ -17,6 +17,11 @@ import math
 from data_prep import file_io
 from modeling.activations import SUPPORTED_ACTIVATIONS
 
+# Token ids are int32, so no size may pass that; and a word-embedding table over 64 GiB
+# is a typo in a config (the largest released BERT tables are under 1 GiB).
+_LARGEST_SIZE = 2 ** 31 - 1
+_LARGEST_TABLE_BYTES = 64 * 2 ** 30
+
 # Field -> (default, type). `vocab_size` has no default, as in the original.
 _REQUIRED = object()
 _FIELDS = {
@@ -169,6 +174,17 @@ class BertConfig:
             if getattr(self, key) < 1:
                 raise BertConfigError(f"{where}: field '{key}' must be a positive integer, "
                                       f"got {getattr(self, key)}.")
+            if getattr(self, key) > _LARGEST_SIZE:
+                raise BertConfigError(
+                    f"{where}: field '{key}' is {getattr(self, key)}; ids and sizes are "
+                    f"int32 here, so it must be below {_LARGEST_SIZE + 1:,} (is it the "
+                    f"number of lines in vocab.txt, for 'vocab_size'?).")
+        table = self.vocab_size * self.hidden_size * 4
+        if table > _LARGEST_TABLE_BYTES:
+            raise BertConfigError(
+                f"{where}: vocab_size x hidden_size = {self.vocab_size:,} x "
+                f"{self.hidden_size:,} makes a {table / 2 ** 30:,.0f} GiB embedding table; "
+                f"check both fields.")
         if self.hidden_size % self.num_attention_heads != 0:
             raise BertConfigError(
                 f"{where}: field 'hidden_size' ({self.hidden_size}) is not a multiple of "

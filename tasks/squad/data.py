@@ -112,7 +112,8 @@ def squad_examples(data, path, is_training, version_2_with_negative=False):
                 counts["empty_contexts"] += 1
             for qa in qas:
                 counts["questions"] += 1
-                if not isinstance(qa, dict) or "question" not in qa or "id" not in qa:
+                if not isinstance(qa, dict) or not isinstance(qa.get("question"), str) or \
+                        "id" not in qa:
                     counts["skipped_malformed"] += 1
                     continue
                 example = SquadExample(str(qa["id"]), qa["question"], doc_tokens)
@@ -124,8 +125,7 @@ def squad_examples(data, path, is_training, version_2_with_negative=False):
                         example.start_position = example.end_position = -1
                         example.orig_answer_text = ""
                     elif not isinstance(answers, list) or len(answers) != 1 or \
-                            not doc_tokens or "text" not in answers[0] or \
-                            "answer_start" not in answers[0]:
+                            not doc_tokens or not _well_formed(answers[0]):
                         counts["skipped_malformed"] += 1
                         continue
                     else:
@@ -147,8 +147,18 @@ def squad_examples(data, path, is_training, version_2_with_negative=False):
     return examples, counts
 
 
+def _well_formed(answer):
+    """An answer with a text string and an integer start (JSON's true is not one)."""
+    return (isinstance(answer, dict) and isinstance(answer.get("text"), str) and
+            isinstance(answer.get("answer_start"), int) and
+            not isinstance(answer.get("answer_start"), bool))
+
+
 def read_squad_from_text(question, context):
     """One example from a question and a passage (for `run_squad.py --question`)."""
+    for name, value in (("question", question), ("context", context)):
+        if not value or not value.strip():
+            raise SquadError(f"--{name} is empty: give the {name} to answer.")
     data = {"data": [{"paragraphs": [{"context": context, "qas": [
         {"id": "question", "question": question}]}]}]}
     return squad_examples(data, "--question/--context", is_training=False)

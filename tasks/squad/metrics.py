@@ -52,23 +52,42 @@ def _exact(prediction, gold):
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
 
-def _questions(dataset):
-    for article in dataset:
-        for paragraph in article.get("paragraphs", []):
-            for qa in paragraph.get("qas", []):
-                yield qa
+def questions(dataset):
+    """The well-formed questions of a SQuAD "data" list (as the official scripts read
+    them; entries of other types are passed over)."""
+    for article in dataset if isinstance(dataset, list) else []:
+        paragraphs = article.get("paragraphs", []) if isinstance(article, dict) else []
+        for paragraph in paragraphs if isinstance(paragraphs, list) else []:
+            qas = paragraph.get("qas", []) if isinstance(paragraph, dict) else []
+            for qa in qas if isinstance(qas, list) else []:
+                if isinstance(qa, dict) and "id" in qa:
+                    yield qa
+
+
+def gold_texts(qa):
+    answers = qa.get("answers", [])
+    return [a["text"] for a in answers if isinstance(a, dict) and
+            isinstance(a.get("text"), str)] if isinstance(answers, list) else []
+
+
+def _prediction(predictions, qid):
+    prediction = predictions[qid]
+    if not isinstance(prediction, str):
+        raise ValueError(f"the prediction for question {qid!r} is {prediction!r}, not a "
+                         f"string; predictions map each question id to its answer text.")
+    return prediction
 
 
 def evaluate_v1(dataset, predictions):
     exact = f1 = total = 0
-    for qa in _questions(dataset):
+    for qa in questions(dataset):
         total += 1
         if qa["id"] not in predictions:
             continue
-        golds = [a["text"] for a in qa.get("answers", [])]
+        golds = gold_texts(qa)
         if not golds:
             continue
-        prediction = predictions[qa["id"]]
+        prediction = _prediction(predictions, qa["id"])
         exact += max(_exact(prediction, g) for g in golds)
         f1 += max(_v1_f1(prediction, g) for g in golds)
     return {"exact_match": 100.0 * exact / total if total else 0.0,
@@ -77,14 +96,14 @@ def evaluate_v1(dataset, predictions):
 
 def evaluate_v2(dataset, predictions, null_odds=None, na_prob_thresh=1.0):
     exact, f1, has_answer = {}, {}, {}
-    for qa in _questions(dataset):
+    for qa in questions(dataset):
         qid = qa["id"]
-        golds = [a["text"] for a in qa.get("answers", []) if normalize_answer(a["text"])]
+        golds = [text for text in gold_texts(qa) if normalize_answer(text)]
         has_answer[qid] = bool(golds)
         golds = golds or [""]
         if qid not in predictions:
             continue
-        prediction = predictions[qid]
+        prediction = _prediction(predictions, qid)
         exact[qid] = max(_exact(prediction, g) for g in golds)
         f1[qid] = max(_v2_f1(prediction, g) for g in golds)
     odds = null_odds or {qid: 0.0 for qid in predictions}

@@ -65,9 +65,7 @@ class SquadConfig(FineTuningConfig):
 
 def has_answers(squad_json):
     """True when a parsed SQuAD file holds gold answers to score against."""
-    return any(qa.get("answers") for article in squad_json["data"]
-               for paragraph in article.get("paragraphs", [])
-               for qa in paragraph.get("qas", []))
+    return any(metrics.gold_texts(qa) for qa in metrics.questions(squad_json["data"]))
 
 
 def score(squad_json, predictions, null_odds=None, version_2_with_negative=False):
