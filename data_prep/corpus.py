@@ -24,6 +24,26 @@ class CorpusStats:
     lines_with_invalid_utf8: int = 0
     lines_without_tokens: int = 0
     documents: int = 0
+    # path -> [lines with bytes that are not UTF-8, lines] (to refuse binary input)
+    invalid_by_file: dict = dataclasses.field(default_factory=dict)
+
+    def count_file(self, path, invalid, lines):
+        counts = self.invalid_by_file.setdefault(path, [0, 0])
+        counts[0] += invalid
+        counts[1] += lines
+
+
+def check_text(invalid_by_file, max_share):
+    """Raises `CorpusError` naming the first input file whose share of lines holding
+    bytes that are not UTF-8 exceeds `max_share` (a binary file, or text in another
+    encoding, whose bytes the original silently drops)."""
+    for path, (invalid, lines) in sorted(invalid_by_file.items()):
+        if lines and invalid / lines > max_share:
+            raise CorpusError(
+                f"{path}: {invalid:,} of its {lines:,} lines ({invalid / lines:.0%}) hold bytes "
+                f"that are not UTF-8; is it a text file in UTF-8? Convert it (e.g. iconv -f "
+                f"latin1 -t utf-8), leave it out, or raise --max_invalid_utf8_share "
+                f"(now {max_share}).")
 
 
 def expand_input_patterns(spec):
@@ -75,7 +95,7 @@ def iter_lines(path, stats):
     except OSError as e:
         raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
     stats.files += 1
-    n_lines, breaks = 0, 0
+    n_lines, breaks, invalid_before = 0, 0, stats.lines_with_invalid_utf8
     with f:
         while True:
             try:
@@ -89,6 +109,7 @@ def iter_lines(path, stats):
             breaks += not line
             yield line
     stats.lines += n_lines
+    stats.count_file(path, stats.lines_with_invalid_utf8 - invalid_before, n_lines)
     if n_lines == 0 or (breaks == n_lines):
         stats.empty_files.append(path)
     elif breaks == 0 and n_lines > 1:

@@ -52,6 +52,10 @@ flags.DEFINE_integer("num_shards", 1,
 flags.DEFINE_integer("shard_index", 0, "...and process only this machine's share (0-based).")
 flags.DEFINE_float("piece_mb", 1.0, "--mode=fast: size of the input pieces processed "
                    "independently (bounds memory per worker).")
+flags.DEFINE_float("max_invalid_utf8_share", 0.5,
+                   "Largest share of an input file's lines that may hold bytes that are not "
+                   "UTF-8 (they are dropped, as the original does); a file with more is "
+                   "refused as binary or in another encoding.")
 flags.DEFINE_enum("tokenizer", "graph", ["graph", "python"],
                   "--mode=original: 'graph' (tensorflow-text, C++) or 'python' (the "
                   "original's pure-Python tokenizer); both give identical ids.")
@@ -98,7 +102,7 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
 
 
 def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lower_case,
-                 dupe_factor, random_seed, tokenizer="graph"):
+                 dupe_factor, random_seed, tokenizer="graph", max_invalid_utf8_share=1.0):
     """--mode=original: the original's instances, in its order, written round-robin to
     `outputs`. Returns the summary counts."""
     from data_prep import corpus, pretraining_records as records
@@ -107,6 +111,7 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
     stats = corpus.CorpusStats()
     tokenize = tokenize_batch_fn(tokenizer, vocab_file, do_lower_case)
     documents = corpus.read_documents(files, tokenize, stats, progress=progress)
+    corpus.check_text(stats.invalid_by_file, max_invalid_utf8_share)
     _warn_about_input(stats)
     if not documents:
         raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
@@ -117,7 +122,9 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
     progress.update(documents=len(documents))
     totals = {"documents": len(documents), "instances": len(instances), "tokens": 0,
               "masked": 0, "random_next": 0, "lines": stats.lines,
-              "lines_with_invalid_utf8": stats.lines_with_invalid_utf8}
+              "lines_with_invalid_utf8": stats.lines_with_invalid_utf8,
+              "long_one_line_documents": sum(
+                  len(d) == 1 and len(d[0]) > params.max_seq_length - 3 for d in documents)}
     with records.shard_writers(outputs) as writers:
         for start in range(0, len(instances), 4096):
             batch = instances[start:start + 4096]
@@ -133,10 +140,12 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
 
 
 def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dupe_factor,
-             random_seed, num_workers=1, piece_mb=1.0, num_shards=1, shard_index=0):
+             random_seed, num_workers=1, piece_mb=1.0, num_shards=1, shard_index=0,
+             max_invalid_utf8_share=1.0):
     """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
-    spread over `num_workers` processes. Returns the summary counts."""
-    from data_prep import fast_pretraining, file_io
+    spread over `num_workers` processes; the shard set is published only when all of it
+    is written and the input passed its checks. Returns the summary counts."""
+    from data_prep import corpus, fast_pretraining, file_io
 
     if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
@@ -148,14 +157,13 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     if len(jobs) < num_workers:
         logging.info("Using %d worker(s): one per output file at most. Give more "
                      "--output_file names to use more cores.", len(jobs))
-    totals = fast_pretraining.run(jobs, progress)
-    if totals["documents"] == 0:
-        for path in outputs:  # the empty shards this run just wrote
-            if file_io.exists(path) and file_io.size(path) == 0:
-                file_io.remove(path)
-        raise ValueError(f"{', '.join(files)}: no text in the input files (every line is "
-                         f"empty or tokenizes to nothing).")
-    return totals
+    def check(totals):  # before any shard is published
+        corpus.check_text(totals["invalid_by_file"], max_invalid_utf8_share)
+        if totals["documents"] == 0:
+            raise ValueError(f"{', '.join(files)}: no text in the input files (every line "
+                             f"is empty or tokenizes to nothing).")
+
+    return fast_pretraining.run(jobs, progress, check=check)
 
 
 def _warn_about_input(stats):
@@ -185,7 +193,8 @@ def main(_):
                         ["lines", "documents", "instances"])
     start = time.time()
     common = dict(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-                  dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed)
+                  dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
+                  max_invalid_utf8_share=FLAGS.max_invalid_utf8_share)
     if FLAGS.mode == "original":
         totals = run_original(files, outputs, vocab, params, progress,
                               tokenizer=FLAGS.tokenizer, **common)
@@ -204,6 +213,12 @@ def main(_):
                + (f", {totals['lines_with_invalid_utf8']} lines with invalid UTF-8"
                   if totals["lines_with_invalid_utf8"] else "") + ".")
     print(summary, file=sys.stderr)
+    if totals["long_one_line_documents"]:
+        logging.warning(
+            "%d document(s) are a single line longer than --max_seq_length=%d: each gives "
+            "instances of its first ~%d tokens only, and the rest is never seen. Put one "
+            "sentence (or paragraph) per line, a blank line between documents.",
+            totals["long_one_line_documents"], FLAGS.max_seq_length, FLAGS.max_seq_length)
 
 
 def _main_then_exit(argv):

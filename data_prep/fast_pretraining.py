@@ -387,8 +387,9 @@ def run_job(job, report=None):
     vocab_info = pi.VocabInfo.from_vocab(load_vocab(job.vocab_file))
     tokenizer = GraphTokenizer(job.vocab_file, job.do_lower_case)
     totals = {"documents": 0, "instances": 0, "tokens": 0, "masked": 0, "random_next": 0,
-              "lines": 0, "lines_with_invalid_utf8": 0}
-    with records.shard_writers(job.output_files) as writers:
+              "lines": 0, "lines_with_invalid_utf8": 0, "long_one_line_documents": 0,
+              "invalid_by_file": {}}
+    with records.open_writers(job.output_files) as writers:
         w = 0
         for piece in job.pieces:
             stats = corpus.CorpusStats()
@@ -404,8 +405,13 @@ def run_job(job, report=None):
             for key, value in counts.items():
                 totals[key] += value
             totals["documents"] += len(tokens.doc_first)
+            totals["long_one_line_documents"] += long_one_line_documents(
+                tokens, job.params.max_seq_length)
             totals["lines"] += stats.lines
             totals["lines_with_invalid_utf8"] += stats.lines_with_invalid_utf8
+            file_counts = totals["invalid_by_file"].setdefault(piece.path, [0, 0])
+            file_counts[0] += stats.lines_with_invalid_utf8
+            file_counts[1] += stats.lines
             if report is not None:
                 report(lines=stats.lines, documents=len(tokens.doc_first),
                        instances=counts["instances"])
@@ -478,9 +484,44 @@ def split_jobs(pieces, output_files, num_workers, **job_kwargs):
                 **job_kwargs) for w in range(workers)]
 
 
-def run(jobs, progress=None):
-    """Runs jobs in spawned processes (in this process if there is one). Returns summed
-    totals; raises `RuntimeError` with the worker's message if any worker failed."""
+def long_one_line_documents(tokens, max_seq_length):
+    """Documents of a single line (segment) longer than an instance: the original makes
+    them into instances of their first ~max_seq_length tokens only, so most of such a
+    document is never seen (one sentence per line is the expected input)."""
+    one_line = tokens.doc_count == 1
+    lengths = (tokens.seg_end - tokens.seg_start)[tokens.doc_first]
+    return int(np.sum(one_line & (lengths > max_seq_length - 3)))
+
+
+def merge_totals(totals, more):
+    """Adds one job's counts to `totals` (per-file counts summed file by file)."""
+    for key, value in more.items():
+        if isinstance(value, dict):
+            merged = totals.setdefault(key, {})
+            for path, counts in value.items():
+                merged[path] = [a + b for a, b in zip(merged.get(path, [0, 0]), counts)]
+        else:
+            totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def run(jobs, progress=None, check=None):
+    """Runs jobs in spawned processes (in this process if there is one), all writing to
+    temporary files; when every job is done and `check(totals)` (if given) has not
+    raised, the whole set of output files is published under the final names at once.
+    Otherwise none is. Returns summed totals; raises `RuntimeError` with the worker's
+    message if any worker failed."""
+    outputs = [path for job in jobs for path in job.output_files]
+    with file_io.atomic_paths(outputs) as temps:
+        temporary = dict(zip(outputs, temps))
+        totals = _run_jobs([dataclasses.replace(job, output_files=[
+            temporary[path] for path in job.output_files]) for job in jobs], progress)
+        if check:
+            check(totals)
+    return totals
+
+
+def _run_jobs(jobs, progress):
     if len(jobs) == 1:
         return run_job(jobs[0], report=progress.update if progress else None)
     ctx = multiprocessing.get_context("spawn")
@@ -496,8 +537,7 @@ def run(jobs, progress=None):
                 progress.update(**payload)
         elif kind == "done":
             done += 1
-            for key, value in payload.items():
-                totals[key] = totals.get(key, 0) + value
+            merge_totals(totals, payload)
         else:
             error = payload
             done += 1

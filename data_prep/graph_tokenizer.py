@@ -26,6 +26,7 @@ TensorFlow's ICU lacks are patched, so that both tokenizers follow the same Unic
 """
 
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -33,6 +34,7 @@ import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from absl import logging
 
 from data_prep import file_io, tokenization
 
@@ -66,21 +68,34 @@ def _cache_path(kind):
     root = os.environ.get("BERT_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "bert_tf2")
     return os.path.join(root, f"{kind}-unicode{unicodedata.unidata_version}-"
-                              f"tf{tf.__version__}.json")
+                              f"tf{tf.__version__}-v2.json")
+
+
+def _checksum(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _cached(kind, compute):
-    """`compute()` (JSON-able), read from the cache when present; the cache is written
-    atomically and is only an optimisation (any failure falls back to computing)."""
+    """`compute()` (JSON-able), read from the cache when present. The cache holds the
+    value with a SHA-256 of its content and is used only if they agree (a damaged or
+    edited file is reported and rebuilt); it is written atomically and is only an
+    optimisation (a cache that cannot be written is skipped)."""
     path = _cache_path(kind)
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            stored = json.load(f)
+        if stored["checksum"] == _checksum(stored["value"]):
+            return stored["value"]
+        logging.warning("%s: the cached table does not match its checksum; rebuilding it.",
+                        path)
+    except FileNotFoundError:
         pass
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        logging.warning("%s: unreadable cache (%s); rebuilding it.", path, e)
     value = compute()
     try:
-        file_io.atomic_write_text(path, json.dumps(value))
+        file_io.atomic_write_text(path, json.dumps({"checksum": _checksum(value),
+                                                    "value": value}))
     except OSError:
         pass
     return value

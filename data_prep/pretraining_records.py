@@ -101,11 +101,34 @@ def serialize_instances(instances, max_seq_length, max_predictions_per_seq):
 
 
 @contextlib.contextmanager
+def open_writers(paths):
+    """TFRecord writers for `paths`, closed when the block ends (the caller makes the set
+    atomic: `shard_writers`, or `fast_pretraining.run` for its workers' files).
+
+    Raises:
+        OSError-like `ValueError` naming the file when it cannot be written.
+    """
+    writers = []
+    try:
+        for path in paths:
+            try:
+                file_io.makedirs(os.path.dirname(path))
+                writers.append(tf.io.TFRecordWriter(path))
+            except (tf.errors.OpError, OSError) as e:
+                raise ValueError(f"{path}: cannot write the output file ({e}).") from e
+        yield writers
+    finally:
+        for writer in writers:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+@contextlib.contextmanager
 def shard_writers(paths):
     """TFRecord writers for `paths`, each writing to a temporary name in the same folder
-    (`data_prep.file_io.atomic_paths`): on success every file is renamed to its final name,
-    on failure every temporary file is removed. An interrupted run therefore never leaves
-    a shard under its final name.
+    (`data_prep.file_io.atomic_paths`): once all are complete every file is renamed to its
+    final name; on failure every temporary file is removed. An interrupted run therefore
+    never leaves a shard, or part of the set, under its final name.
 
     Raises:
         OSError-like `ValueError` naming the folder when it cannot be written.
@@ -115,22 +138,9 @@ def shard_writers(paths):
             file_io.makedirs(os.path.dirname(path))
         except (tf.errors.OpError, OSError) as e:
             raise ValueError(f"{path}: cannot write the output file ({e}).") from e
-    writers = []
-    try:
-        with file_io.atomic_paths(paths) as temps:
-            for path, tmp in zip(paths, temps):
-                try:
-                    writers.append(tf.io.TFRecordWriter(tmp))
-                except (tf.errors.OpError, OSError) as e:
-                    raise ValueError(f"{path}: cannot write the output file ({e}).") from e
+    with file_io.atomic_paths(paths) as temps:
+        with open_writers(temps) as writers:
             yield writers
-            for writer in writers:
-                writer.close()
-    except BaseException:
-        for writer in writers:
-            with contextlib.suppress(Exception):
-                writer.close()
-        raise
 
 
 def read_examples(path, max_seq_length=None, max_predictions_per_seq=None):
