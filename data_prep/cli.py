@@ -94,8 +94,12 @@ def _guarded(main, argv):
     script = os.path.splitext(os.path.basename(sys.argv[0] or "bert"))[0]
     try:
         return main(argv)
-    except (app.UsageError, SystemExit):
+    except SystemExit:
         raise
+    except app.UsageError as exc:  # a flag is missing or contradicts another
+        logging.flush()
+        print(f"error: {str(exc).rstrip('.')} (see --helpfull).", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         logging.flush()
         print("Interrupted.", file=sys.stderr)

@@ -80,11 +80,18 @@ def remove(path):
 
 
 def makedirs(directory):
+    """Creates `directory` and its parents; `ValueError` naming what is in the way."""
     if is_remote(directory):
         gfile, _ = _gfile()
         gfile.makedirs(directory)
-    else:
+        return
+    try:
         os.makedirs(directory or ".", exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:
+        raise ValueError(f"{directory}: cannot create this folder: {e.filename} is a file, "
+                         f"not a folder.") from e
+    except OSError as e:
+        raise ValueError(f"{directory}: cannot create this folder ({e.strerror}).") from e
 
 
 def _resolved(path):

@@ -295,10 +295,9 @@ def _check_layers(path, unused, targets):
     if extra:
         have = len(layers(targets))
         raise CheckpointError(
-            f"{path}: the checkpoint has encoder layers {extra[0]}..{extra[-1]} that the "
-            f"model does not ({have} layers); num_hidden_layers in the config is smaller "
-            f"than the checkpoint's {extra[-1] + 1}. Use the checkpoint's own "
-            f"bert_config.json.")
+            f"{path}: the checkpoint has {extra[-1] + 1} encoder layers but the config "
+            f"describes {have} (num_hidden_layers), so layers {extra[0]}-{extra[-1]} would "
+            f"be left out. Use the checkpoint's own bert_config.json.")
 
 
 # --------------------------------------------------------------------------- saving

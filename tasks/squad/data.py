@@ -156,9 +156,10 @@ def _well_formed(answer):
 
 def read_squad_from_text(question, context):
     """One example from a question and a passage (for `run_squad.py --question`)."""
-    for name, value in (("question", question), ("context", context)):
+    for name, value, what in (("question", question, "the question"),
+                              ("context", context, "the passage to answer from")):
         if not value or not value.strip():
-            raise SquadError(f"--{name} is empty: give the {name} to answer.")
+            raise SquadError(f"--{name} is empty: give {what}.")
     data = {"data": [{"paragraphs": [{"context": context, "qas": [
         {"id": "question", "question": question}]}]}]}
     return squad_examples(data, "--question/--context", is_training=False)
