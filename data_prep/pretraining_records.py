@@ -114,7 +114,7 @@ def open_writers(paths):
             try:
                 file_io.makedirs(os.path.dirname(path))
                 writers.append(tf.io.TFRecordWriter(path))
-            except (tf.errors.OpError, OSError) as e:
+            except (tf.errors.OpError, OSError, ValueError) as e:
                 raise ValueError(f"{path}: cannot write the output file ({e}).") from e
         yield writers
     finally:
@@ -136,7 +136,7 @@ def shard_writers(paths):
     for path in paths:
         try:
             file_io.makedirs(os.path.dirname(path))
-        except (tf.errors.OpError, OSError) as e:
+        except (tf.errors.OpError, OSError, ValueError) as e:
             raise ValueError(f"{path}: cannot write the output file ({e}).") from e
     with file_io.atomic_paths(paths) as temps:
         with open_writers(temps) as writers:
