@@ -209,7 +209,7 @@ def serve(export_dir):
 
 
 def main(_):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    cli.quiet_console()  # the stages' own lines tell the story; the rest is in log.txt
     from training.config import RuntimeConfig
     runtime = RuntimeConfig(seed=FLAGS.seed)
     out, t0 = FLAGS.output_dir, time.time()

@@ -1,8 +1,17 @@
-"""What every entry point shares: one error boundary around `main`.
+"""What every entry point shares: a quiet console, a full log file, and one error boundary
+around `main`.
 
-Pipeline position: around `main` of every script (`run_*.py`, `export_saved_model.py`,
-`extract_features.py`, `demo.py` and the `data_prep` tools): `cli.run(main)` in place of
-`absl.app.run(main)`.
+Pipeline position: imported first by every script (`run_*.py`, `export_saved_model.py`,
+`extract_features.py`, `demo.py` and the `data_prep` tools), which then call
+`cli.run(main)` in place of `absl.app.run(main)`. Library code does not import it.
+
+Quiet console: TensorFlow's C++ start-up lines (written before its logging is set up, so
+no threshold hides them) are kept off the console by importing TensorFlow with the
+process's stderr pointed at a buffer, and TensorFlow and Keras's own INFO lines are kept
+out of the console; the script's lines, and every warning, stay. Everything goes to the
+run's log file, `<output_dir>/log.txt`, for scripts with an `--output_dir`. Setting
+`TF_CPP_MIN_LOG_LEVEL` turns the start-up capture off; `--alsologtostderr` (or a higher
+`--verbosity`) shows the libraries' INFO lines again.
 
 A known error (a bad input, config or flag, a file that cannot be read or written, a
 diverged run) prints its message as `error: ...` and exits with status 1; its full
@@ -15,8 +24,8 @@ and I/O errors (`OSError`, TensorFlow's `OpError`) wherever they come from.
 """
 
 import functools
+import logging as python_logging
 import os
-import re
 import sys
 import tempfile
 import time
@@ -24,15 +33,80 @@ import traceback
 
 from absl import app, flags, logging
 
+from data_prep import quiet
+from data_prep.errors import op_error_text
+
+quiet.quiet_tensorflow_start()  # entry points import this module before TensorFlow
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOG_FILE = "log.txt"
+
+
+def _is_project_file(path):
+    path = os.path.abspath(path)
+    return path.startswith(_ROOT + os.sep) and os.sep + "site-packages" + os.sep not in path
+
+
+# ----------------------------------------------------------------------------- logs
+class _LibraryInfoFilter(python_logging.Filter):
+    """Keeps INFO (and lower) lines of libraries (TensorFlow, Keras) off the console."""
+
+    def filter(self, record):
+        return record.levelno >= python_logging.WARNING or _is_project_file(record.pathname)
+
+
+def _set_up_logs():
+    """The console filter (unless --alsologtostderr or --verbosity above 0 asked for
+    everything) and the run's log file, which gets every line and the start-up output."""
+    values = flags.FLAGS
+    handler = logging.get_absl_handler()
+    if not (values["alsologtostderr"].value or values["verbosity"].value > 0):
+        handler.addFilter(_LibraryInfoFilter())
+    # TensorFlow's logger may have its own console handler ("INFO:tensorflow:..."): its
+    # lines go through the root logger's handlers (the filtered console, the file) instead.
+    tf_logger = python_logging.getLogger("tensorflow")
+    for own in list(tf_logger.handlers):
+        tf_logger.removeHandler(own)
+    tf_logger.propagate = True
+    path = _log_file_of(values)
+    if path is None:
+        return None
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        file_handler = python_logging.FileHandler(path, encoding="utf-8")
+    except (OSError, ValueError):
+        return None  # an unusable --output_dir is reported by the run itself
+    file_handler.setFormatter(logging.PythonFormatter())
+    python_logging.getLogger().addHandler(file_handler)
+    def append(text):
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+
+    append(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv)}\n" +
+           quiet.startup_output())
+    quiet.on_capture(append)  # TensorFlow imported later (inside main): its lines too
+    return path
+
+
+def quiet_console():
+    """Only warnings and errors on the console (the log file still gets everything),
+    unless the user asked for more with --verbosity or --alsologtostderr. For scripts that
+    print their own story (demo.py)."""
+    values = flags.FLAGS
+    if not (values["verbosity"].present or values["alsologtostderr"].value):
+        logging.get_absl_handler().setLevel(python_logging.WARNING)
+
+
+def _log_file_of(values):
+    if "output_dir" in values and values["output_dir"].value and \
+            "://" not in str(values["output_dir"].value):
+        return os.path.join(values["output_dir"].value, LOG_FILE)
+    return None
 
 
 def _raised_by_project(exc):
     frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return False
-    path = os.path.abspath(frames[-1].filename)
-    return path.startswith(_ROOT + os.sep) and os.sep + "site-packages" + os.sep not in path
+    return bool(frames) and _is_project_file(frames[-1].filename)
 
 
 def _is_op_error(exc):
@@ -47,16 +121,6 @@ def is_known(exc):
     return isinstance(exc, (ValueError, RuntimeError)) and _raised_by_project(exc)
 
 
-def op_error_text(err):
-    """A TensorFlow error's text without its graph decorations (`{{function_node ...}}`,
-    `[[node ...]]`, `[Op:...]`), on one line."""
-    text = getattr(err, "message", None) or str(err)
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
-    text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)
-    text = re.sub(r"\s*\[Op:[^\]]*\]( name: \S*)?", "", text)
-    return " ".join(text.split())
-
-
 def message(exc):
     """The user-facing text of a known error."""
     if _is_op_error(exc):
@@ -67,12 +131,10 @@ def message(exc):
 
 
 def _log_file(script):
-    output_dir = None
     values = flags.FLAGS
-    if "output_dir" in values and values.is_parsed():
-        output_dir = values["output_dir"].value
-    if output_dir and os.path.isdir(output_dir):
-        return os.path.join(output_dir, "log.txt")
+    path = _log_file_of(values) if values.is_parsed() else None
+    if path and os.path.isdir(os.path.dirname(path)):
+        return path
     return os.path.join(tempfile.gettempdir(), f"{script}-{os.getpid()}.log")
 
 
@@ -93,6 +155,7 @@ def _write_log(exc, script):
 def _guarded(main, argv):
     script = os.path.splitext(os.path.basename(sys.argv[0] or "bert"))[0]
     try:
+        _set_up_logs()
         return main(argv)
     except SystemExit:
         raise

@@ -151,6 +151,7 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
     pieces = fast_pretraining.plan_pieces(files, piece_mb)
     pieces = pieces[shard_index::num_shards]
+    progress.total = ("pieces", len(pieces))
     jobs = fast_pretraining.split_jobs(
         pieces, outputs, num_workers, vocab_file=vocab_file, do_lower_case=do_lower_case,
         params=params, dupe_factor=dupe_factor, seed=random_seed)
@@ -190,7 +191,8 @@ def main(_):
     params = _params()
     logging.info("Reading %d input file(s) in --mode=%s.", len(files), FLAGS.mode)
     progress = Progress(f"create_pretraining_data ({FLAGS.mode})",
-                        ["lines", "documents", "instances"])
+                        ["lines", "documents", "instances"] +
+                        (["pieces"] if FLAGS.mode == "fast" else []))
     start = time.time()
     common = dict(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
                   dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,

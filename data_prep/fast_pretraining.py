@@ -414,7 +414,7 @@ def run_job(job, report=None):
             file_counts[1] += stats.lines
             if report is not None:
                 report(lines=stats.lines, documents=len(tokens.doc_first),
-                       instances=counts["instances"])
+                       instances=counts["instances"], pieces=1)
     return totals
 
 
@@ -459,8 +459,8 @@ def tokenize_lines(tokenizer, lines, tf):
 
 
 def _worker_main(job, queue):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
+    from data_prep import quiet
+    tf = quiet.import_tensorflow()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     try:

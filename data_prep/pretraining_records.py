@@ -17,7 +17,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from data_prep import file_io
-from data_prep.cli import op_error_text
+from data_prep.errors import op_error_text
 from data_prep.packing import INPUT_NAMES
 
 FEATURE_NAMES = INPUT_NAMES + ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",

@@ -21,7 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_prep import file_io
-from data_prep.cli import op_error_text
+from data_prep.errors import op_error_text
 from modeling import checkpoint_mapping as mapping
 
 GOOGLE = "google_tf1"
@@ -281,7 +281,10 @@ def load_checkpoint(model, path, strict=False):
         variable.assign(value.astype(variable.dtype))
         loaded.append(name)
     report = LoadReport(reader.path, reader.format, loaded, not_filled, unused)
-    (logging.warning if not_filled or unused else logging.info)(report.summary())
+    # Encoder weights missing or left unused deserve a warning; a new task head, or the
+    # pre-training heads a fine-tuning model has no use for, are expected.
+    encoder_issue = any(n.startswith(mapping.ENCODER_SCOPE) for n in not_filled + unused)
+    (logging.warning if encoder_issue else logging.info)(report.summary())
     return report
 
 

@@ -58,6 +58,18 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     model = fresh_task.build_model(BertConfig.from_json_file(config.bert_config_file))
     load_checkpoint(model, str(out / "best" / "model.ckpt"), strict=True)
     assert fresh_task.evaluate(model)["f1"] == pytest.approx(float(best["f1"]))
+    # metrics.jsonl: one evaluation per checkpoint, then the end with the final figures.
+    from training import metrics_log
+    events = metrics_log.read(str(out / "metrics.jsonl"))
+    assert [(e["event"], e["step"]) for e in events] == [
+        ("train", 10), ("evaluation", 10), ("train", 20), ("evaluation", 20),
+        ("train", 30), ("evaluation", 30), ("end", 30)]
+    train = [e for e in events if e["event"] == "train"]
+    assert all(e["total_steps"] == 30 and e["loss"] > 0 for e in train)
+    assert train[0]["eta_seconds"] > 0 and train[-1]["eta_seconds"] == 0
+    evaluations = [e for e in events if e["event"] == "evaluation"]
+    assert max(e["f1"] for e in evaluations) == pytest.approx(float(best["f1"]))
+    assert events[-1]["eval_results"]["f1"] == pytest.approx(result.eval_results["f1"])
     # The record beside the checkpoints holds the configs' recorded fields.
     recorded = json.loads((out / "training_flags.json").read_text())
     assert recorded["num_train_epochs"] == 3 and recorded["data_dir"] == config.data_dir

@@ -18,8 +18,9 @@ A non-finite loss ends the loop at once; `train` then raises `TrainingDivergedEr
 the step, without saving, so the last checkpoint is the last good one.
 
 Between loops, on the host: a log line (loss, learning rate, gradient norm, sequences/s,
-tokens/s), TensorBoard summaries in `model_dir/train`, and a checkpoint every
-`save_checkpoints_steps` (see `training.checkpointing`). Rerunning the same command
+tokens/s, time left), the same as a JSON line in `model_dir/metrics.jsonl`
+(`training.metrics_log`), TensorBoard summaries in `model_dir/train`, and a checkpoint
+every `save_checkpoints_steps` (see `training.checkpointing`). Rerunning the same command
 restores the newest checkpoint, data position included, and stops at the same step.
 """
 
@@ -37,7 +38,8 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 from data_prep.packing import INPUT_NAMES
-from training import checkpointing, run_flags
+from data_prep.progress import format_duration
+from training import checkpointing, metrics_log, run_flags
 from training.distribution import is_chief, worker_index
 
 
@@ -117,6 +119,8 @@ class Trainer:
         self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile)
         self._train_loop = tf.function(self._loop)
         self._writer = None
+        self._metrics = None
+        self._started = (time.perf_counter(), 0)
 
     # ------------------------------------------------------------------ replica step
     def _gradients(self, batch, normalizers):
@@ -242,6 +246,8 @@ class Trainer:
             logging.info("Step %d of %d: training already finished.", step, num_train_steps)
             return {}
         logging.info("Training from step %d to %d.", step, num_train_steps)
+        self._metrics = metrics_log.MetricsLog(self.model_dir) if is_chief(strategy) else None
+        self._started = (time.perf_counter(), step)
         logs = {}
         while step < num_train_steps:
             boundaries = [num_train_steps, step + steps_per_loop,
@@ -295,6 +301,13 @@ class Trainer:
             shutil.rmtree(self._checkpoint_dir(), ignore_errors=True)
 
     def _log(self, step, total, logs):
+        start_time, start_step = self._started
+        elapsed = time.perf_counter() - start_time
+        eta = (total - step) * elapsed / (step - start_step) if step > start_step else None
+        if self._metrics is not None:
+            self._metrics.write("train", step=step, total_steps=total, **logs,
+                                elapsed_seconds=round(elapsed, 2),
+                                eta_seconds=None if eta is None else round(eta, 1))
         parts = [f"step {step}/{total}", f"loss {logs['loss']:.4f}"]
         for name, fmt in (("masked_lm_loss", ".4f"), ("next_sentence_loss", ".4f"),
                           ("learning_rate", ".3e"), ("gradient_norm", ".3f"),
@@ -302,6 +315,8 @@ class Trainer:
                           ("loss_scale", ".0f")):
             if name in logs:
                 parts.append(f"{name} {logs[name]:{fmt}}")
+        if eta is not None:
+            parts.append(f"eta {format_duration(eta)}")
         logging.info("  ".join(parts))
         writer = self._summary_writer()
         if writer is not None:

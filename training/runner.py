@@ -38,7 +38,7 @@ from absl import logging
 from data_prep import file_io
 from data_prep.tokenization import validate_case_matches_checkpoint
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
-from training import checkpointing, distribution, loop, run_flags
+from training import checkpointing, distribution, loop, metrics_log, run_flags
 from training.config import FineTuningConfig, RuntimeConfig
 from training.optimizers import create_optimizer
 
@@ -149,6 +149,7 @@ class BestCheckpointKeeper:
         self.every, self.last = save_checkpoints_steps, num_train_steps
         self.best = self._recorded_best()
         self.latest = None  # (step, results) of the last evaluation
+        self.metrics = metrics_log.MetricsLog(output_dir)
 
     def _recorded_best(self):
         path = os.path.join(self.directory, BEST_RESULTS)
@@ -166,6 +167,7 @@ class BestCheckpointKeeper:
             return
         results = self.task.evaluate(self.model, self.strategy)
         self.latest = (step, results)
+        self.metrics.write("evaluation", step=step, **results)
         value = results[self.task.main_metric]
         best = self.best is None or value > self.best
         logging.info("Step %d: dev %s = %.4f%s", step, self.task.main_metric, value,
@@ -250,6 +252,7 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     model, restored = restore_model(task, bert_config, strategy, output_dir,
                                     restore_latest=not do_train)
     chief = distribution.is_chief(strategy)
+    metrics = metrics_log.MetricsLog(output_dir)
     result = RunResult(model=model)
     keeper = None
     if do_train:
@@ -263,6 +266,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
             results = task.evaluate(model, strategy)
         results["global_step"] = step
         if chief:
+            if not (keeper and keeper.latest and keeper.latest[0] == step):
+                metrics.write("evaluation", step=step, **results)
             path = os.path.join(output_dir, EVAL_RESULTS)
             file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
             _write_results(task, path, results)
@@ -277,4 +282,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     if export_dir and chief:
         task.export(model, export_dir)
         result.export_dir = export_dir
+    if chief:
+        metrics.write("end", step=checkpoint_step(output_dir) if do_train else
+                      step_of(restored), eval_results=result.eval_results,
+                      predict_results=result.predict_results, export_dir=result.export_dir)
     return result

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_prep import file_io, packing
+from data_prep.progress import Progress
 
 TOKENIZERS = ("python", "graph")
 
@@ -34,7 +35,13 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
     if tokenizer == "python":
         from data_prep.tokenization import FullTokenizer
         tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-        packed = [packing.pack(tok, e.text_a, e.text_b, max_seq_length) for e in examples]
+        progress = Progress("classification features", ["examples"],
+                            total=("examples", len(examples)))
+        packed = []
+        for e in examples:
+            packed.append(packing.pack(tok, e.text_a, e.text_b, max_seq_length))
+            progress.update(examples=1)
+        progress.close()
         return {name: np.array([getattr(p, name) for p in packed], np.int32)
                 for name in packing.INPUT_NAMES}
     if tokenizer != "graph":

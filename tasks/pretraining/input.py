@@ -11,7 +11,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from data_prep import file_io
-from data_prep.cli import op_error_text
+from data_prep.errors import op_error_text
 from data_prep.pretraining_records import FEATURE_NAMES, feature_spec, read_examples
 
 

@@ -20,6 +20,7 @@ import json
 import numpy as np
 
 from data_prep.packing import INPUT_NAMES
+from data_prep.progress import Progress
 
 
 class SquadError(ValueError):
@@ -190,7 +191,10 @@ def convert_examples(examples, tokenizer, max_seq_length, doc_stride, max_query_
                      is_training):
     """Features of `examples` (list of `SquadFeature`), the original's algorithm."""
     features = []
+    progress = Progress("SQuAD features", ["questions", "features"],
+                        total=("questions", len(examples)))
     for example_index, example in enumerate(examples):
+        progress.update(questions=1)
         query = tokenizer.tokenize(example.question_text)[:max_query_length]
         tok_to_orig, orig_to_tok, doc_pieces = [], [], []
         for i, word in enumerate(example.doc_tokens):
@@ -242,6 +246,7 @@ def convert_examples(examples, tokenizer, max_seq_length, doc_stride, max_query_
                     feature.start_position = tok_start - start + offset
                     feature.end_position = tok_end - start + offset
             features.append(feature)
+    progress.close()
     return features
 
 

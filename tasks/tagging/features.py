@@ -16,6 +16,8 @@ import dataclasses
 
 import numpy as np
 
+from data_prep.progress import Progress
+
 
 @dataclasses.dataclass
 class Window:
@@ -119,7 +121,9 @@ def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=No
             cache[index] = word_pieces(tokenizer, sentences[index].words)
         return cache[index]
 
+    progress = Progress("NER features", ["sentences"], total=("sentences", len(sentences)))
     for s_index, sentence in enumerate(sentences):
+        progress.update(sentences=1)
         pieces = pieces_of(s_index)
         plan = plan_windows([len(p) for p in pieces], max_pieces, stride)
         owners = _owners(plan, len(pieces))
@@ -155,6 +159,7 @@ def convert_sentences(sentences, tokenizer, label_map, max_seq_length, stride=No
             rows["predict_weights"].append(predict + [0.0] * pad)
             windows.append(Window(s_index, first, end, positions,
                                   [owners[w] == w_index for w in range(first, end)]))
+    progress.close()
     arrays = {k: np.array(v, np.float32 if k.endswith("weights") else np.int32)
               for k, v in rows.items()}
     return arrays, windows

@@ -1,0 +1,18 @@
+"""How errors read: TensorFlow's messages without their graph decorations.
+
+Pipeline position: under the readers and loaders that wrap a TensorFlow error into one
+naming the user's file (TFRecords, checkpoints), and under the error boundary of every
+entry point (`data_prep.cli`).
+"""
+
+import re
+
+
+def op_error_text(err):
+    """A TensorFlow error's text without its graph decorations (`{{function_node ...}}`,
+    `[[node ...]]`, `[Op:...]`), on one line."""
+    text = getattr(err, "message", None) or str(err)
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\]( name: \S*)?", "", text)
+    return " ".join(text.split())

@@ -1,0 +1,95 @@
+"""TensorFlow's start-up lines kept off the console.
+
+Pipeline position: set up by every entry point (through `data_prep.cli`) before
+TensorFlow is imported, and by `create_pretraining_data`'s worker processes.
+
+TensorFlow 2.21 writes its C++ start-up lines (oneDNN, CUDA drivers, CPU features) through
+Abseil logging before that is initialised, so `TF_CPP_MIN_LOG_LEVEL` does not hide them.
+Importing TensorFlow with file descriptor 2 pointed at a buffer does; the lines are kept
+for the run's log file (`startup_output`). A user who set `TF_CPP_MIN_LOG_LEVEL` chose
+their own level: then nothing is captured.
+"""
+
+import importlib.util
+import os
+import sys
+import tempfile
+
+_startup_output = []  # what TensorFlow wrote while it was imported
+_listeners = []  # called with what a later capture caught (e.g. to append it to a log)
+_OURS = "BERT_TF2_QUIET_START"  # set beside TF_CPP_MIN_LOG_LEVEL when this module set it
+
+
+def startup_output():
+    return "".join(_startup_output)
+
+
+def on_capture(listener):
+    """Calls `listener(text)` with what each capture from now on catches."""
+    _listeners.append(listener)
+
+
+class _Captured:
+    """Points file descriptor 2 (C++ and Python stderr) at a temporary file for the
+    duration of the block; what was written is kept in `_startup_output`."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self._buffer = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._buffer.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._buffer.seek(0)
+        text = self._buffer.read().decode("utf-8", "replace")
+        self._buffer.close()
+        _startup_output.append(text)
+        for listener in _listeners:
+            listener(text)
+        return False
+
+
+class _QuietTensorFlowImport:
+    """A meta-path finder that runs the first `import tensorflow` inside `_Captured`."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def quiet_exec_module(module):
+            with _Captured():
+                exec_module(module)
+
+        spec.loader.exec_module = quiet_exec_module
+        return spec
+
+
+def import_tensorflow():
+    """Imports TensorFlow now, quietly (see `quiet_tensorflow_start`); returns it."""
+    quiet_tensorflow_start()
+    import tensorflow
+    return tensorflow
+
+
+def quiet_tensorflow_start():
+    """Arranges for TensorFlow's start-up lines to stay off the console: unless it is
+    imported already or the user set TF_CPP_MIN_LOG_LEVEL (then nothing changes), its C++
+    log lines are turned off and its first import is captured."""
+    user_set = "TF_CPP_MIN_LOG_LEVEL" in os.environ and _OURS not in os.environ
+    if "tensorflow" in sys.modules or user_set or any(
+            isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+        return
+    # 3: also its C++ errors about absent GPUs ("failed call to cuInit") on CPU machines;
+    # a real failure surfaces as a Python exception anyway.
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    os.environ[_OURS] = "1"  # inherited by worker processes: still ours, not the user's
+    sys.meta_path.insert(0, _QuietTensorFlowImport())
