@@ -1,7 +1,8 @@
 """Extract fixed contextual embeddings from a BERT checkpoint (feature-based approach).
 
 Pipeline position: after pre-training or fine-tuning. Same flags and JSON-lines output as
-the original release's `extract_features.py`; the checkpoint may be a Google TF1
+the original release's `extract_features.py` (and, with `--pooling`, a sentence vector per
+line; `--output_format=npy` for large inputs); the checkpoint may be a Google TF1
 checkpoint, a Hugging Face model.safetensors or this project's TF2 checkpoint.
 
     python extract_features.py --input_file=input.txt --output_file=output.jsonl \
@@ -14,7 +15,7 @@ checkpoint, a Hugging Face model.safetensors or this project's TF2 checkpoint.
 import json
 import time
 
-from absl import flags, logging
+from absl import app, flags, logging
 
 from data_prep import cli
 
@@ -34,6 +35,15 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained wi
 flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case and strip accents: True for uncased models, False for cased.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for prediction.")
+flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean", "pooled"],
+                  "Add a sentence vector per line as \"embedding\": cls (the [CLS] vector), "
+                  "mean (the mean over real tokens; how all-MiniLM-L6-v2 is meant to be "
+                  "used), each averaged over --layers, or pooled (the tanh pooler output). "
+                  "none: the original's output only.")
+flags.DEFINE_enum("output_format", "jsonl", ["jsonl", "npy"],
+                  "jsonl: the original's JSON lines; npy: only the sentence vectors, as one "
+                  "float32 matrix [lines, hidden_size] in --output_file, and the lines in "
+                  "--output_file with .lines.txt for .npy (needs --pooling).")
 # Accepted so that the original's command lines keep working; TPU use goes through
 # tf.distribute in this implementation, and embeddings are always gathered.
 flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; has no effect here.")
@@ -46,13 +56,21 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    import numpy as np
+
     import modeling
     from data_prep import file_io, packing
+    from data_prep.progress import Progress
     from data_prep.tokenization import FullTokenizer
     from modeling import feature_extraction
 
+    if FLAGS.output_format == "npy" and FLAGS.pooling == "none":
+        raise app.UsageError("--output_format=npy writes sentence vectors: set --pooling to "
+                             "cls, mean or pooled.")
+    outputs = [FLAGS.output_file] + ([lines_file(FLAGS.output_file)]
+                                     if FLAGS.output_format == "npy" else [])
     file_io.refuse_inputs_as_outputs(
-        {"output_file": FLAGS.output_file},
+        {"output_file": outputs},
         {name: FLAGS[name].value for name in ("input_file", "vocab_file", "bert_config_file",
                                                "init_checkpoint")})
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
@@ -74,17 +92,35 @@ def main(_):
         raise ValueError(f"{FLAGS.init_checkpoint} lacks encoder weights "
                          f"{report.not_filled[:5]}...; features would be random.")
 
-    start, written = time.time(), 0
-    with file_io.atomic_output(FLAGS.output_file, "w") as out:
-        for obj in feature_extraction.extract(encoder, packed, layer_indexes,
-                                              FLAGS.batch_size):
-            out.write(json.dumps(obj) + "\n")
-            written += 1
-            if written % 1000 == 0:
-                logging.info("%d / %d examples (%.1f examples/s)", written, len(packed),
-                             written / (time.time() - start))
-    logging.info("Wrote %d examples to %s in %.1f s.", written, FLAGS.output_file,
+    start = time.time()
+    progress = Progress("extract_features", ["examples"], total=("examples", len(packed)))
+    if FLAGS.output_format == "npy":
+        vectors = []
+        for _, vector in feature_extraction.embed(encoder, packed, layer_indexes,
+                                                  FLAGS.batch_size, FLAGS.pooling):
+            vectors.append(vector)
+            progress.update(examples=1)
+        with file_io.atomic_paths(outputs) as (matrix_tmp, lines_tmp):
+            with open(matrix_tmp, "wb") as f:
+                np.save(f, np.stack(vectors).astype(np.float32))
+            with open(lines_tmp, "w", encoding="utf-8") as f:
+                f.write("".join(f"{a}{' ||| ' + b if b is not None else ''}\n"
+                                for _, a, b in examples))
+    else:
+        with file_io.atomic_output(FLAGS.output_file, "w") as out:
+            for obj in feature_extraction.extract(encoder, packed, layer_indexes,
+                                                  FLAGS.batch_size, FLAGS.pooling):
+                out.write(json.dumps(obj) + "\n")
+                progress.update(examples=1)
+    progress.close()
+    logging.info("Wrote %d examples to %s in %.1f s.", len(packed), ", ".join(outputs),
                  time.time() - start)
+
+
+def lines_file(output_file):
+    """emb.npy -> emb.lines.txt: the input lines, one per row of the matrix."""
+    stem = output_file[:-len(".npy")] if output_file.endswith(".npy") else output_file
+    return stem + ".lines.txt"
 
 
 if __name__ == "__main__":

@@ -72,7 +72,53 @@ def parse_layer_indexes(spec, num_layers):
     return indexes
 
 
-def extract(encoder, packed_examples, layer_indexes, batch_size):
+POOLINGS = ("none", "cls", "mean", "pooled")
+
+
+def _batches(encoder, packed_examples, batch_size):
+    """Yields (chunk, per-layer activations [L] of float32 [b, length, H], pooled output
+    float32 [b, H], input mask int32 [b, length]) per batch, in order."""
+    run = tf.function(lambda x: encoder(x, training=False), reduce_retracing=True)
+    for start in range(0, len(packed_examples), batch_size):
+        chunk = packed_examples[start:start + batch_size]
+        # Pad to the longest example in the batch: padded keys get exp(-10000) = 0 weight,
+        # so real tokens' activations do not depend on how much padding there is.
+        length = max(len(p.tokens) for _, p in chunk)
+        batch = {name: np.array([getattr(p, name)[:length] for _, p in chunk], np.int32)
+                 for name in INPUT_NAMES}
+        out = run(batch)
+        layers = [np.asarray(layer, np.float32) for layer in out["encoder_outputs"]]
+        yield chunk, layers, np.asarray(out["pooled_output"], np.float32), \
+            batch["input_mask"]
+
+
+def pool(layers, pooled_output, input_mask, layer_indexes, pooling):
+    """Sentence vectors of a batch, float32 [b, H].
+
+    cls: the [CLS] vector; mean: the mean over real tokens (mask 1, [CLS] and [SEP]
+    included, as sentence-transformers' mean pooling); each averaged over `layer_indexes`.
+    pooled: the tanh pooler output (the next-sentence head's input), whatever the layers.
+    """
+    if pooling == "pooled":
+        return pooled_output
+    chosen = np.mean([layers[i] for i in layer_indexes], axis=0)  # [b, length, H]
+    if pooling == "cls":
+        return chosen[:, 0]
+    if pooling == "mean":
+        mask = input_mask[:, :, None].astype(np.float32)
+        return (chosen * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+    raise ValueError(f"--pooling={pooling!r} is not one of {list(POOLINGS)}.")
+
+
+def embed(encoder, packed_examples, layer_indexes, batch_size, pooling):
+    """Yields (unique_id, float32 vector [H]) per example, in order (see `pool`)."""
+    for chunk, layers, pooled, mask in _batches(encoder, packed_examples, batch_size):
+        vectors = pool(layers, pooled, mask, layer_indexes, pooling)
+        for (unique_id, _), vector in zip(chunk, vectors):
+            yield unique_id, vector
+
+
+def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none"):
     """Runs `encoder` over packed examples and yields the original's JSON objects.
 
     Args:
@@ -81,21 +127,17 @@ def extract(encoder, packed_examples, layer_indexes, batch_size):
         layer_indexes: list of int, indexes into the per-layer outputs (-1 = last block;
             0 = the first block's output, not the embeddings).
         batch_size: int.
+        pooling: str. "none" (the original's objects), or "cls", "mean" or "pooled" to
+            add an "embedding" (see `pool`).
 
     Yields:
         dicts `{"linex_index": id, "features": [{"token": ..., "layers": [{"index": i,
-        "values": [6-decimal floats]}, ...]}, ...]}`, one per example, in order.
+        "values": [6-decimal floats]}, ...]}, ...]}` (and "embedding": [floats]), one per
+        example, in order.
     """
-    run = tf.function(lambda x: encoder(x, training=False)["encoder_outputs"],
-                      reduce_retracing=True)
-    for start in range(0, len(packed_examples), batch_size):
-        chunk = packed_examples[start:start + batch_size]
-        # Pad to the longest example in the batch: padded keys get exp(-10000) = 0 weight,
-        # so real tokens' activations do not depend on how much padding there is.
-        length = max(len(p.tokens) for _, p in chunk)
-        batch = {name: np.array([getattr(p, name)[:length] for _, p in chunk], np.int32)
-                 for name in INPUT_NAMES}
-        layers = [layer.numpy() for layer in run(batch)]
+    for chunk, layers, pooled, mask in _batches(encoder, packed_examples, batch_size):
+        vectors = None if pooling == "none" else pool(layers, pooled, mask, layer_indexes,
+                                                      pooling)
         for row, (unique_id, packed) in enumerate(chunk):
             features = []
             for position, token in enumerate(packed.tokens):
@@ -106,4 +148,7 @@ def extract(encoder, packed_examples, layer_indexes, batch_size):
                                            for x in layers[index][row, position]]}
                                for index in layer_indexes],
                 })
-            yield {"linex_index": unique_id, "features": features}
+            obj = {"linex_index": unique_id, "features": features}
+            if vectors is not None:
+                obj["embedding"] = [round(float(x), 6) for x in vectors[row]]
+            yield obj

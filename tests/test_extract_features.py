@@ -89,3 +89,39 @@ def test_truncate_seq_pair_pops_from_the_longer_back():
     a, b = [1, 2, 3], [4, 5, 6]  # tie: from b first
     truncate_seq_pair(a, b, 5)
     assert (a, b) == ([1, 2, 3], [4, 5])
+
+
+def test_sentence_embeddings_are_the_pooled_per_token_values(setup):
+    tmp_path, config, weights = setup
+    text = "The dog barked.\nthe cat sat ||| on the mats\n"
+    for pooling in ("mean", "cls", "pooled"):
+        result = _run(tmp_path, text, f"--pooling={pooling}")
+        assert result.returncode == 0, result.stderr[-2000:]
+        objs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        for obj in objs:
+            # Per token: the mean of the chosen layers (-1, -2), from the same output.
+            per_token = np.array([np.mean([layer["values"] for layer in f["layers"]], axis=0)
+                                  for f in obj["features"]])
+            embedding = np.array(obj["embedding"])
+            if pooling == "mean":
+                np.testing.assert_allclose(embedding, per_token.mean(axis=0), atol=2e-6)
+            elif pooling == "cls":
+                np.testing.assert_allclose(embedding, per_token[0], atol=2e-6)
+            else:  # the pooler: tanh(W [CLS of the last layer] + b), as the reference
+                tokens = [f["token"] for f in obj["features"]]
+                ids = np.array([[VOCAB.index(t) for t in tokens]], np.int32)
+                seg = np.cumsum(ids == VOCAB.index("[SEP]"), axis=1) - (ids == VOCAB.index(
+                    "[SEP]"))
+                want = ref.encoder_forward(weights, config, ids, np.ones_like(ids),
+                                           np.minimum(seg, 1).astype(np.int32))
+                np.testing.assert_allclose(embedding, want["pooled_output"][0], atol=1e-5)
+        # The same vectors as one float32 matrix, with the lines beside it.
+        npy = _run(tmp_path, text, f"--pooling={pooling}", "--output_format=npy",
+                   f"--output_file={tmp_path / 'emb.npy'}")
+        assert npy.returncode == 0, npy.stderr[-2000:]
+        matrix = np.load(tmp_path / "emb.npy")
+        assert matrix.dtype == np.float32 and matrix.shape == (2, config["hidden_size"])
+        np.testing.assert_allclose(matrix, [o["embedding"] for o in objs], atol=1e-6)
+        assert (tmp_path / "emb.lines.txt").read_text() == text
+    refused = _run(tmp_path, text, "--output_format=npy")
+    assert refused.returncode == 1 and "set --pooling" in refused.stderr

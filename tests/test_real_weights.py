@@ -116,3 +116,31 @@ def test_google_round_trip_of_real_weights(encoder, tokenizer, tmp_path):
     inputs = _batch(tokenizer, [(SENTENCES[0], None)])
     np.testing.assert_array_equal(encoder(inputs)["sequence_output"],
                                   fresh(inputs)["sequence_output"])
+
+
+def test_mean_pooled_sentence_embeddings_match_the_sentence_transformers_recipe(encoder,
+                                                                                tokenizer):
+    """extract_features --pooling=mean --layers=-1 is how all-MiniLM-L6-v2 is meant to be
+    used: the mean of the last layer over real tokens, against Hugging Face's model and
+    the same recipe (mean over the attention mask) computed in PyTorch."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from data_prep import packing
+    from modeling import feature_extraction
+    hf = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True).eval()
+    texts = ["A man is playing a guitar.", "Someone plays an instrument.",
+             "The stock market fell sharply today."]
+    packed = [(i, packing.pack(tokenizer, t, None, 64)) for i, t in enumerate(texts)]
+    ours = np.stack([v for _, v in feature_extraction.embed(encoder, packed, [-1], 2,
+                                                            "mean")])
+    inputs = _batch(tokenizer, [(t, None) for t in texts])
+    with torch.no_grad():
+        hidden = hf(input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long)
+                    ).last_hidden_state.numpy()
+    mask = inputs["input_mask"][..., None]
+    theirs = (hidden * mask).sum(1) / mask.sum(1)
+    assert float(np.max(np.abs(ours - theirs))) < 1e-5
+    unit = ours / np.linalg.norm(ours, axis=1, keepdims=True)
+    similarity = unit @ unit.T
+    assert similarity[0, 1] > 0.5 > similarity[0, 2]  # the paraphrase is the near one

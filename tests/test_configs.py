@@ -1,0 +1,55 @@
+"""configs/: each flag file is read by its script (`--flagfile`) without an unknown flag,
+and holds the paper's hyper-parameters."""
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = {  # flag file -> (script, values it must set)
+    "glue_bert_base.cfg": ("run_classifier.py", {"learning_rate": "2e-5",
+                                                 "train_batch_size": "32",
+                                                 "num_train_epochs": "3.0"}),
+    "squad_v1_bert_base.cfg": ("run_squad.py", {"learning_rate": "5e-5",
+                                                "max_seq_length": "384", "doc_stride": "128"}),
+    "conll2003_bert_base.cfg": ("run_ner.py", {"learning_rate": "5e-5",
+                                               "train_batch_size": "32"}),
+    "pretraining_phase1_128.cfg": ("run_pretraining.py", {
+        "max_seq_length": "128", "max_predictions_per_seq": "20", "train_batch_size": "256",
+        "learning_rate": "1e-4", "num_train_steps": "900000", "num_warmup_steps": "10000"}),
+    "pretraining_phase2_512.cfg": ("run_pretraining.py", {
+        "max_seq_length": "512", "max_predictions_per_seq": "80",
+        "num_train_steps": "100000"}),
+}
+
+
+def _parse(script, flagfile):
+    """The script reads the flag file: with no paths given, it stops at the first required
+    flag (after absl accepted every flag in the file)."""
+    return subprocess.run([sys.executable, os.path.join(ROOT, script),
+                           f"--flagfile={os.path.join(ROOT, 'configs', flagfile)}"],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+@pytest.fixture(scope="module")
+def parsed():
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {name: pool.submit(_parse, script, name)
+                   for name, (script, _) in CONFIGS.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_flag_file_is_read_by_its_script(parsed, name):
+    result = parsed[name]
+    assert "Unknown command line flag" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1 and "is required (see --helpfull)" in result.stderr, \
+        result.stderr[-2000:]
+    lines = open(os.path.join(ROOT, "configs", name)).read().splitlines()
+    for flag, value in CONFIGS[name][1].items():
+        assert f"--{flag}={value}" in lines, (flag, value)
+    assert set(os.listdir(os.path.join(ROOT, "configs"))) == set(CONFIGS)
