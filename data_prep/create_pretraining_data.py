@@ -96,7 +96,8 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     import tensorflow as tf
 
     from data_prep import fast_pretraining
-    from data_prep.graph_tokenizer import GraphTokenizer
+    from data_prep.graph_tokenizer import GraphTokenizer, require_text
+    require_text("--tokenizer=graph (without it: --tokenizer=python)")
     graph = GraphTokenizer(vocab_file, do_lower_case)
     return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
 
@@ -147,6 +148,8 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     is written and the input passed its checks. Returns the summary counts."""
     from data_prep import corpus, fast_pretraining, file_io
 
+    from data_prep.graph_tokenizer import require_text
+    require_text("--mode=fast (without it: --mode=original --tokenizer=python)")
     if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
     pieces = fast_pretraining.plan_pieces(files, piece_mb)

@@ -33,8 +33,12 @@ import sys
 import unicodedata
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 from absl import logging
+
+try:
+    import tensorflow_text as tf_text
+except ImportError:  # no wheel for this platform (Windows, Intel macOS): see require_text
+    tf_text = None
 
 from data_prep import file_io, tokenization
 
@@ -155,6 +159,21 @@ def _compute_lowercase_fixes():
             if low.decode("utf-8") != ch.lower()]
 
 
+class TensorFlowTextMissing(ValueError):
+    """tensorflow-text, which the in-graph tokenizer needs, is not installed."""
+
+
+def require_text(what):
+    """Raises `TensorFlowTextMissing` saying what needs tensorflow-text and how to get it,
+    when it is not installed (its wheels: Linux x86-64 and ARM64, macOS on Apple
+    silicon)."""
+    if tf_text is None:
+        raise TensorFlowTextMissing(
+            f"{what} needs tensorflow-text, which is not installed. Install it with `pip "
+            f"install tensorflow-text==2.21.1` (wheels for Linux x86-64/ARM64 and macOS on "
+            f"Apple silicon; on Windows, use WSL). Everything else works without it.")
+
+
 class GraphTokenizer(tf.Module):
     """Strings -> WordPiece ids, in TensorFlow ops (traceable, exportable).
 
@@ -172,6 +191,8 @@ class GraphTokenizer(tf.Module):
     """
 
     def __init__(self, vocab_file=None, do_lower_case=True, name=None):
+        require_text("The in-graph tokenizer (--tokenizer=graph, raw-text SavedModels, "
+                     "create_pretraining_data --mode=fast)")
         super().__init__(name=name)
         self.do_lower_case = do_lower_case
         self._classes = _character_classes()

@@ -84,6 +84,8 @@ def learn_vocabulary(lines, vocab_size, do_lower_case=True, num_unused=99,
 def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
                       max_unique_chars=1000):
     """`learn_vocabulary` from word counts (see `count_words_in_files`)."""
+    from data_prep.graph_tokenizer import require_text
+    require_text("Learning a vocabulary (tensorflow-text's WordPiece learner)")
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as lib
 
     reserved = reserved_tokens(num_unused)

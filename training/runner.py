@@ -36,6 +36,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_prep import file_io
+from data_prep.graph_tokenizer import require_text
 from data_prep.tokenization import validate_case_matches_checkpoint
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from training import checkpointing, distribution, loop, metrics_log, run_flags
@@ -249,6 +250,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
                                         else None)
     file_io.refuse_inputs_as_outputs({"export_dir": export_dir},
                                      dict(inputs, output_dir=output_dir))
+    if export_dir and task.export_takes_text:  # fail now, not after training
+        require_text(f"--export_dir={export_dir} (a SavedModel that takes raw text)")
     model, restored = restore_model(task, bert_config, strategy, output_dir,
                                     restore_latest=not do_train)
     chief = distribution.is_chief(strategy)

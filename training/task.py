@@ -54,10 +54,13 @@ class Task:
             checkpoint during training with evaluation; None to keep no best checkpoint.
         evaluate_on_every_worker: bool. `evaluate` runs on every worker (a distributed
             evaluation); otherwise only the chief evaluates.
+        export_takes_text: bool. The export tokenizes raw text in-graph, so it needs
+            tensorflow-text (checked before training).
     """
     name = None
     main_metric = None
     evaluate_on_every_worker = False
+    export_takes_text = True  # the export's signatures tokenize in-graph (tensorflow-text)
 
     def __init__(self, config):
         self.config = config

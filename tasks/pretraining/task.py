@@ -82,6 +82,7 @@ class PretrainingTask(Task):
 
     name = "pretraining"
     evaluate_on_every_worker = True  # a distributed evaluation: every worker takes part
+    export_takes_text = False  # a Google-format checkpoint
 
     def __init__(self, config=None):
         super().__init__(config)
