@@ -36,6 +36,11 @@ flags.DEFINE_string("labels_file", None, "A file with one label per line "
                     "(run_ner.py writes output_dir/label_list.txt).")
 flags.DEFINE_bool("regression", False, "Classifier: one score instead of labels.")
 flags.DEFINE_bool("pair", False, "Classifier: the raw-text signature also takes text_b.")
+flags.DEFINE_enum("long_document", "truncate", ["truncate", "head_tail", "windows"],
+                  "Classifier: how the raw-text signature reads a long text, as the model "
+                  "was fine-tuned (run_classifier.py --long_document).")
+flags.DEFINE_integer("doc_stride", None, "Classifier, --long_document=windows: pieces "
+                     "between window starts (default half a window).")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
 FLAGS = flags.FLAGS
 
@@ -73,7 +78,7 @@ def main(_):
     else:
         from tasks.classification.export import export_classification as export
         model = modeling.BertClassifier(config, 1 if FLAGS.regression else len(labels))
-        extra = (labels, FLAGS.regression, FLAGS.pair)
+        extra = (labels, FLAGS.regression, FLAGS.pair, FLAGS.long_document, FLAGS.doc_stride)
     modeling.load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
     export(model, FLAGS.export_dir, *common, *extra)
     logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)

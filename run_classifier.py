@@ -35,6 +35,14 @@ flags.DEFINE_string("label_column", "label", "generic task: column of the label.
 flags.DEFINE_list("labels", None, "generic task: the label list (default: read from the "
                   "training data).")
 flags.DEFINE_bool("regression", False, "generic task: the label is a number.")
+flags.DEFINE_enum("long_document", "truncate", ["truncate", "head_tail", "windows"],
+                  "A text longer than --max_seq_length: truncate (the original), head_tail "
+                  "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or "
+                  "windows (every window, --doc_stride pieces apart; trained on each with "
+                  "the document's label, scored by the mean of the windows' logits). For "
+                  "pairs, text_b is kept whole and text_a is the long one.")
+flags.DEFINE_integer("doc_stride", None, "--long_document=windows: pieces between window "
+                     "starts (default half a window).")
 FLAGS = flags.FLAGS
 
 

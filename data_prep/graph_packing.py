@@ -76,3 +76,61 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     return {"input_ids": tf.cast(input_ids, tf.int32),
             "input_mask": tf.cast(tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32),
             "segment_ids": tf.cast(segments.to_tensor(0, shape=shape), tf.int32)}
+
+
+def pack_document_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id,
+                      long_document="truncate", doc_stride=None):
+    """`data_prep.packing.pack_document` in TensorFlow ops, for a batch.
+
+    Args:
+        ids_a: ragged int [batch, (tokens)]: the documents.
+        ids_b: ragged int [batch, (tokens)] or None: kept whole (up to half a sequence) in
+            "head_tail" and "windows".
+        long_document: "truncate", "head_tail" or "windows".
+        doc_stride: int or None. Pieces between window starts (default half a window).
+
+    Returns:
+        (dict of int32 [n, max_seq_length]: input_ids, input_mask, segment_ids;
+         int64 [n]: the row of the batch each sequence belongs to). n is the batch size,
+        or the number of windows.
+    """
+    ids_a = tf.cast(ids_a, tf.int64)
+    batch = tf.shape(ids_a.row_lengths(), out_type=tf.int64)[0]
+    rows = tf.range(batch, dtype=tf.int64)
+    if long_document == "truncate":
+        return pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id), rows
+    if ids_b is None:
+        ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64),
+                                                 tf.zeros_like(ids_a.row_lengths()))
+    ids_b = tf.cast(ids_b, tf.int64)
+    len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+    room = max_seq_length - 3
+    kept_b = tf.minimum(len_b, room // 2)
+    budget = tf.where(len_b > 0, room - kept_b, max_seq_length - 2)  # as budget_for_a
+    ids_b = keep_first(ids_b, kept_b)
+    if long_document == "head_tail":
+        head = tf.where(budget > 1, tf.maximum(1, budget * 128 // 510), budget)
+        tail = budget - head
+        position = tf.ragged.range(len_a)
+        long = tf.expand_dims(len_a > budget, 1)
+        keep = ~long | (position < tf.expand_dims(head, 1)) | (
+            position >= tf.expand_dims(len_a - tail, 1))
+        return pack_ids(tf.ragged.boolean_mask(ids_a, keep), ids_b, max_seq_length,
+                        cls_id, sep_id), rows
+    if long_document != "windows":
+        raise ValueError(f"long_document={long_document!r} is not one of truncate, "
+                         f"head_tail, windows.")
+    stride = tf.cast(doc_stride, tf.int64) if doc_stride else tf.maximum(1, budget // 2)
+    stride = tf.broadcast_to(stride, tf.shape(budget, out_type=tf.int64))
+    excess = tf.maximum(len_a - budget, 0)
+    count = 1 + (excess + stride - 1) // stride       # windows per row (window_starts)
+    window_row = tf.repeat(rows, count)
+    k = tf.ragged.range(count).flat_values             # window number within its row
+    start = tf.minimum(k * tf.gather(stride, window_row), tf.gather(excess, window_row))
+    length = tf.minimum(tf.gather(budget, window_row), tf.gather(len_a, window_row) - start)
+    offset = tf.gather(ids_a.row_starts(), window_row) + start
+    positions = tf.ragged.range(offset, offset + length)
+    windows = positions.with_flat_values(tf.gather(ids_a.flat_values,
+                                                   positions.flat_values))
+    return pack_ids(windows, tf.gather(ids_b, window_row), max_seq_length, cls_id,
+                    sep_id), window_row

@@ -56,6 +56,71 @@ def pack(tokenizer, text_a, text_b, max_seq_length):
         truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
     else:
         tokens_a = tokens_a[:max_seq_length - 2]
+    return _packed(tokenizer, tokens_a, tokens_b, max_seq_length)
+
+
+# How a text longer than one sequence is read (run_classifier.py --long_document).
+LONG_DOCUMENT = ("truncate", "head_tail", "windows")
+
+
+def budget_for_a(len_b, max_seq_length):
+    """(pieces text_a may use, pieces of text_b kept) when text_a is the long document:
+    text_b is kept whole, up to half of the room ([CLS] a [SEP] b [SEP])."""
+    if not len_b:
+        return max_seq_length - 2, 0
+    room = max_seq_length - 3
+    kept_b = min(len_b, room // 2)
+    return room - kept_b, kept_b
+
+
+def head_tail_lengths(budget):
+    """(head, tail) pieces kept of a longer text: the first 128 and the last 382 of 510
+    (Sun et al., 2019, "How to Fine-Tune BERT for Text Classification?"), in proportion
+    for other lengths."""
+    head = max(1, budget * 128 // 510) if budget > 1 else budget
+    return head, budget - head
+
+
+def window_starts(length, size, stride):
+    """Starts of the windows of `size` pieces over `length` pieces: `stride` apart from
+    0, and a last one that ends at the end. E.g. (40, 14, 7) -> [0, 7, 14, 21, 26]."""
+    if length <= size:
+        return [0]
+    return list(range(0, length - size, stride)) + [length - size]
+
+
+def pack_document(tokenizer, text_a, text_b, max_seq_length, long_document="truncate",
+                  doc_stride=None):
+    """`text_a` (a document that may be longer than one sequence) and `text_b` packed as
+    `long_document` says: "truncate" (the original's rule, as `pack`), "head_tail" (its
+    first and last pieces, see `head_tail_lengths`) or "windows" (every window of the
+    room left beside text_b, `doc_stride` pieces apart, default half a window). text_b
+    is kept whole (up to half of the sequence) in the last two.
+
+    Returns:
+        list of `PackedInput`: one, or one per window.
+    """
+    if long_document == "truncate":
+        return [pack(tokenizer, text_a, text_b, max_seq_length)]
+    if long_document not in LONG_DOCUMENT:
+        raise ValueError(f"--long_document={long_document!r} is not one of "
+                         f"{list(LONG_DOCUMENT)}.")
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else []
+    budget, kept_b = budget_for_a(len(tokens_b), max_seq_length)
+    tokens_b = tokens_b[:kept_b]
+    if long_document == "head_tail":
+        if len(tokens_a) > budget:
+            head, tail = head_tail_lengths(budget)
+            tokens_a = tokens_a[:head] + tokens_a[len(tokens_a) - tail:]
+        return [_packed(tokenizer, tokens_a, tokens_b, max_seq_length)]
+    stride = doc_stride or max(1, budget // 2)
+    return [_packed(tokenizer, tokens_a[start:start + budget], tokens_b, max_seq_length)
+            for start in window_starts(len(tokens_a), budget, stride)]
+
+
+def _packed(tokenizer, tokens_a, tokens_b, max_seq_length):
+    """`[CLS] a [SEP] b [SEP]` of token lists that fit, padded to `max_seq_length`."""
     tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
     segment_ids = [0] * len(tokens)
     if tokens_b:

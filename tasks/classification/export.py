@@ -5,27 +5,31 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
 `training.export` for what they share):
   * `serving_default`: `text_a` (and `text_b` for sentence-pair tasks; an empty string
     there gives a single sequence), tf.string [batch] -> in-graph WordPiece and packing
-    -> `probabilities` [batch, num_labels], `label_id` and `label` (the task's label
-    strings); for regression `score`.
+    (long texts read as the model was trained: truncated, head and tail, or every window
+    with the windows' logits averaged) -> `probabilities` [batch, num_labels],
+    `label_id` and `label` (the task's label strings); for regression `score`.
   * `serving_ids`: the three id inputs; the same outputs.
 """
 
 import tensorflow as tf
 
-from data_prep.graph_packing import pack_ids
+from data_prep.graph_packing import pack_document_ids
 from training import export
 
 
 class ClassificationModule(export.ServingModule):
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
-                 regression):
+                 regression, long_document="truncate", doc_stride=None):
         super().__init__("bert_classifier", model, vocab_file, do_lower_case,
                          max_seq_length)
         self.regression = regression
         self.labels = tf.constant(label_list or [""], tf.string)
+        self.long_document, self.doc_stride = long_document, doc_stride
 
-    def _outputs(self, packed):
+    def _outputs(self, packed, rows=None, batch=None):
         logits = tf.cast(self.run_model(**packed)["logits"], tf.float32)
+        if rows is not None:  # windows: the mean of each row's windows' logits
+            logits = tf.math.unsorted_segment_mean(logits, rows, batch)
         if self.regression:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, -1, output_type=tf.int32)
@@ -39,21 +43,28 @@ class ClassificationModule(export.ServingModule):
     def from_text(self, text_a, text_b=None):
         ids_a = self.tokenizer.tokenize(export.as_batch(text_a))
         ids_b = None if text_b is None else self.tokenizer.tokenize(export.as_batch(text_b))
-        return self._outputs(pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id,
-                                      self.sep_id))
+        packed, rows = pack_document_ids(ids_a, ids_b, self.max_seq_length, self.cls_id,
+                                         self.sep_id, self.long_document, self.doc_stride)
+        if self.long_document != "windows":
+            return self._outputs(packed)
+        batch = tf.shape(ids_a.row_lengths(), out_type=tf.int64)[0]
+        return self._outputs(packed, rows, batch)
 
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                          label_list, regression=False, pair=True):
+                          label_list, regression=False, pair=True, long_document="truncate",
+                          doc_stride=None):
     """Writes the SavedModel; returns `export_dir`.
 
     Args:
         model: a `modeling.BertClassifier`.
         label_list: the label strings in the model's order (None for regression).
         pair: bool. The raw-text signature takes `text_b` too.
+        long_document, doc_stride: how the raw-text signature reads a long text_a (see
+            `data_prep.packing.pack_document`); as the model was fine-tuned.
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
-                                  label_list, regression)
+                                  label_list, regression, long_document, doc_stride)
     text = export.TEXT_SPEC
     if pair:
         serving_text = tf.function(lambda text_a, text_b: module.from_text(text_a, text_b),

@@ -20,6 +20,7 @@ from data_prep import file_io, packing
 from data_prep.progress import Progress
 
 TOKENIZERS = ("python", "graph")
+FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
 
 
 def label_ids(examples, label_list, regression):
@@ -30,23 +31,32 @@ def label_ids(examples, label_list, regression):
 
 
 def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
-                     tokenizer="python", batch_size=256):
-    """Packed inputs of `examples`: dict of int32 arrays [n, max_seq_length]."""
+                     tokenizer="python", batch_size=256, long_document="truncate",
+                     doc_stride=None):
+    """Packed inputs of `examples` (see `data_prep.packing.pack_document` for
+    `long_document`): dict of int32 arrays [n, max_seq_length], one row per example, or
+    per window with "windows", which adds "example_index" [n] (each window's example)."""
     if tokenizer == "python":
         from data_prep.tokenization import FullTokenizer
         tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
         progress = Progress("classification features", ["examples"],
                             total=("examples", len(examples)))
-        packed = []
-        for e in examples:
-            packed.append(packing.pack(tok, e.text_a, e.text_b, max_seq_length))
+        packed, index = [], []
+        for i, e in enumerate(examples):
+            windows = packing.pack_document(tok, e.text_a, e.text_b, max_seq_length,
+                                            long_document, doc_stride)
+            packed.extend(windows)
+            index.extend([i] * len(windows))
             progress.update(examples=1)
         progress.close()
-        return {name: np.array([getattr(p, name) for p in packed], np.int32)
-                for name in packing.INPUT_NAMES}
+        arrays = {name: np.array([getattr(p, name) for p in packed], np.int32)
+                  for name in packing.INPUT_NAMES}
+        if long_document == "windows":
+            arrays["example_index"] = np.array(index, np.int32)
+        return arrays
     if tokenizer != "graph":
         raise ValueError(f"--tokenizer={tokenizer!r} is not one of {list(TOKENIZERS)}.")
-    from data_prep.graph_packing import pack_ids
+    from data_prep.graph_packing import pack_document_ids
     from data_prep.graph_tokenizer import GraphTokenizer
     from data_prep.tokenization import load_vocab
     vocab = load_vocab(vocab_file)
@@ -56,8 +66,12 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
         chunk = examples[start:start + batch_size]
         ids_a = tok.tokenize(tf.constant([e.text_a for e in chunk]))
         ids_b = tok.tokenize(tf.constant([e.text_b or "" for e in chunk]))
-        parts.append({k: v.numpy() for k, v in pack_ids(
-            ids_a, ids_b, max_seq_length, vocab["[CLS]"], vocab["[SEP]"]).items()})
+        packed, rows = pack_document_ids(ids_a, ids_b, max_seq_length, vocab["[CLS]"],
+                                         vocab["[SEP]"], long_document, doc_stride)
+        part = {k: v.numpy() for k, v in packed.items()}
+        if long_document == "windows":
+            part["example_index"] = (rows.numpy() + start).astype(np.int32)
+        parts.append(part)
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
@@ -78,35 +92,48 @@ def feature_spec(max_seq_length, regression):
     fixed = tf.io.FixedLenFeature
     spec = {name: fixed([max_seq_length], tf.int64) for name in packing.INPUT_NAMES}
     spec["label_ids"] = fixed([], tf.float32 if regression else tf.int64)
+    spec["example_index"] = fixed([], tf.int64)  # the example a sequence (window) is of
     return spec
 
 
 def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower_case,
-                    max_seq_length, label_list, regression, tokenizer="python"):
-    """Path of the TFRecord holding `examples`' features, converting them if needed.
+                    max_seq_length, label_list, regression, tokenizer="python",
+                    long_document="truncate", doc_stride=None):
+    """Path of the TFRecord holding `examples`' features (one per example, or per window
+    with "windows"; each with its `example_index`), converting them if needed.
     Unlabelled (test) examples get label 0."""
     key = _fingerprint(data_file, vocab_file, do_lower_case, max_seq_length,
-                       label_list, regression, tokenizer, len(examples))
+                       label_list, regression, tokenizer, len(examples), long_document,
+                       doc_stride, FORMAT_VERSION)
     path = os.path.join(output_dir, f"{split}-{max_seq_length}-{key}.tf_record")
     if os.path.exists(path):
         logging.info("Using cached features %s", path)
         return path
     features = convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
-                                tokenizer)
+                                tokenizer, long_document=long_document,
+                                doc_stride=doc_stride)
+    index = features.pop("example_index", np.arange(len(examples)))
     if examples[0].label is None:
         labels = np.zeros(len(examples), np.float32 if regression else np.int64)
     else:
         labels = label_ids(examples, label_list, regression)
     with file_io.atomic_path(path) as tmp:  # never a half-written cache
         with tf.io.TFRecordWriter(tmp) as writer:
-            for i in range(len(examples)):
+            for i, example in enumerate(index):
                 feats = {name: _ints(features[name][i]) for name in features}
                 feats["label_ids"] = tf.train.Feature(float_list=tf.train.FloatList(
-                    value=[labels[i]])) if regression else _ints([labels[i]])
+                    value=[labels[example]])) if regression else _ints([labels[example]])
+                feats["example_index"] = _ints([example])
                 writer.write(tf.train.Example(features=tf.train.Features(
                     feature=feats)).SerializeToString())
-    logging.info("Wrote %d %s features to %s", len(examples), split, path)
+    logging.info("Wrote %d %s features of %d examples to %s", len(index), split,
+                 len(examples), path)
     return path
+
+
+def count_records(path):
+    """Records in a feature file (TensorFlow's reader, without parsing)."""
+    return int(tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda n, _: n + 1))
 
 
 def classifier_dataset(path, batch_size, max_seq_length, regression, is_training,

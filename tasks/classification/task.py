@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data_prep.packing import LONG_DOCUMENT
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
@@ -47,6 +48,12 @@ class ClassificationConfig(FineTuningConfig):
         labels: tuple of str or None. generic: the label list (default: read from the
             training data).
         regression: bool. generic: the label is a number.
+        long_document: str. How a text longer than one sequence is read: "truncate" (the
+            original), "head_tail" (its first and last pieces) or "windows" (every window,
+            `doc_stride` pieces apart; trained on each with the document's label, scored
+            by the mean of the windows' logits). See `data_prep.packing.pack_document`.
+        doc_stride: int or None. "windows": pieces between window starts (default half a
+            window).
     """
     task_name: str
     data_dir: str
@@ -58,10 +65,15 @@ class ClassificationConfig(FineTuningConfig):
     label_column: str = "label"
     labels: Optional[tuple] = None
     regression: bool = False
+    long_document: str = "truncate"
+    doc_stride: Optional[int] = None
 
     def __post_init__(self):
         super().__post_init__()
         check(self, {"dropout_rate": (lambda p: 0 <= p < 1, "in [0, 1)"),
+                     "long_document": (lambda m: m in LONG_DOCUMENT,
+                                       f"one of {list(LONG_DOCUMENT)}"),
+                     "doc_stride": (lambda s: s >= 1, "at least 1"),
                      "tokenizer": (lambda t: t in features.TOKENIZERS,
                                    f"one of {list(features.TOKENIZERS)}")})
 
@@ -92,7 +104,7 @@ class ClassificationTask(Task):
         return features.cached_features(
             examples, self.processor.path(split), self.cache_dir, split, c.vocab_file,
             c.do_lower_case, c.max_seq_length, self.label_list, self.regression,
-            c.tokenizer)
+            c.tokenizer, c.long_document, c.doc_stride)
 
     def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
         """Reads every split the run uses and converts (or finds cached) its features."""
@@ -128,8 +140,11 @@ class ClassificationTask(Task):
 
     def train_input(self, global_batch_size, seed):
         c = self.config
-        steps, warmup = steps_for_epochs(len(self.train_examples), global_batch_size,
-                                         c.num_train_epochs, c.warmup_proportion)
+        # An epoch is every training sequence: one per example, or every window.
+        sequences = len(self.train_examples) if c.long_document != "windows" else \
+            features.count_records(self.train_path)
+        steps, warmup = steps_for_epochs(sequences, global_batch_size, c.num_train_epochs,
+                                         c.warmup_proportion)
 
         def dataset_fn(context, skip_batches):
             return features.classifier_dataset(
@@ -137,7 +152,7 @@ class ClassificationTask(Task):
                 c.max_seq_length, self.regression, is_training=True, seed=seed,
                 input_context=context, skip_batches=skip_batches)
 
-        return TrainInput(dataset_fn, steps, warmup, len(self.train_examples))
+        return TrainInput(dataset_fn, steps, warmup, sequences)
 
     # ------------------------------------------------------------------ the loss
     def loss(self, model, batch, normalizers, training):
@@ -158,10 +173,18 @@ class ClassificationTask(Task):
         return softmax(logits)
 
     def _outputs_and_labels(self, model, path, batch_size):
+        """Per example (a document's windows averaged: mean of their logits), in order:
+        (probabilities or scores, labels)."""
         dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
                                               self.regression, is_training=False)
-        out = loop.predict(model, dataset, ["logits"], keep=["label_ids"])
-        return self.outputs(out["logits"]), out["label_ids"]
+        out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"])
+        index = out["example_index"]
+        count = np.bincount(index)
+        logits = np.zeros((len(count),) + out["logits"].shape[1:], np.float64)
+        np.add.at(logits, index, out["logits"])
+        labels = np.zeros(len(count), out["label_ids"].dtype)
+        labels[index] = out["label_ids"]
+        return self.outputs(logits / count[:, None]), labels
 
     def evaluate(self, model, strategy=None):
         """The task's official metrics on each dev set (MNLI: `mismatched_` prefixed for
@@ -203,6 +226,7 @@ class ClassificationTask(Task):
         c = self.config
         export_classification(model, export_dir, c.vocab_file, c.do_lower_case,
                               c.max_seq_length, self.label_list, self.regression,
-                              pair=self.pair)
+                              pair=self.pair, long_document=c.long_document,
+                              doc_stride=c.doc_stride)
         logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "
                      "serving_ids: token ids).", export_dir)
