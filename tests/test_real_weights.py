@@ -144,3 +144,23 @@ def test_mean_pooled_sentence_embeddings_match_the_sentence_transformers_recipe(
     unit = ours / np.linalg.norm(ours, axis=1, keepdims=True)
     similarity = unit @ unit.T
     assert similarity[0, 1] > 0.5 > similarity[0, 2]  # the paraphrase is the near one
+
+
+def test_huggingface_export_of_real_weights_round_trips(encoder, tokenizer, tmp_path):
+    """safetensors in (all-MiniLM-L6-v2), a Hugging Face folder out: transformers loads
+    every weight and computes what its own copy of the model computes."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    folder = modeling.save_huggingface(encoder, str(tmp_path / "hf"),
+                                       MODEL_DIR + "/vocab.txt", do_lower_case=True)
+    exported, info = transformers.AutoModel.from_pretrained(folder, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    original = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True)
+    inputs = _batch(tokenizer, [(s, None) for s in SENTENCES[:4]])
+    torch_inputs = {"input_ids": torch.tensor(inputs["input_ids"], dtype=torch.long),
+                    "attention_mask": torch.tensor(inputs["input_mask"], dtype=torch.long)}
+    with torch.no_grad():
+        a = exported.eval()(**torch_inputs).last_hidden_state.numpy()
+        b = original.eval()(**torch_inputs).last_hidden_state.numpy()
+    mask = inputs["input_mask"][..., None]
+    assert float(np.max(np.abs((a - b) * mask))) <= 1e-5

@@ -165,8 +165,11 @@ def _free_ports(count):
 def test_multi_worker_mirrored_on_loopback(data, tmp_path):
     out = tmp_path / "mw"
     workers = [f"localhost:{port}" for port in _free_ports(2)]
+    # --alsologtostderr: TensorFlow's INFO lines (the collective's group size) on the
+    # console too, not only in log.txt.
     argv = _command(data, out, num_train_steps=10, save_checkpoints_steps=5, do_eval=True,
-                    max_eval_steps=3, distribution_strategy="multi_worker_mirrored")
+                    max_eval_steps=3, distribution_strategy="multi_worker_mirrored",
+                    alsologtostderr=True)
     processes = []
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}

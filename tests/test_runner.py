@@ -98,6 +98,26 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     expected = tf.nn.softmax(model(inputs)["logits"], -1).numpy()
     np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
 
+    # The same checkpoint to Hugging Face (the old task name works there too): a
+    # BertForTokenClassification with the run's labels and the same logits.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    subprocess.run([sys.executable, "-m", "modeling.export_huggingface", "--task_type=ner",
+                    f"--bert_config_file={config.bert_config_file}",
+                    f"--init_checkpoint={out / 'best' / 'model.ckpt'}",
+                    f"--vocab_file={config.vocab_file}", "--nodo_lower_case",
+                    f"--labels_file={out / 'label_list.txt'}", f"--output_dir={tmp_path / 'hf'}"],
+                   check=True, capture_output=True, cwd=ROOT, env=dict(os.environ,
+                                                                      PYTHONPATH=ROOT))
+    hf = transformers.BertForTokenClassification.from_pretrained(str(tmp_path / "hf")).eval()
+    assert hf.config.id2label == dict(enumerate(["O", "B-LOC", "B-PER", "I-PER"]))
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor(ids, dtype=torch.long),
+                    attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long)).logits
+    mask = inputs["input_mask"][..., None]
+    assert float(np.max(np.abs((logits.numpy() - model(inputs)["logits"].numpy()) * mask))) \
+        <= 1e-5
+
 
 def test_task_names_and_aliases():
     from tasks import canonical_name

@@ -1,0 +1,268 @@
+"""A BERT model of this project -> a Hugging Face `transformers` model folder:
+`model.safetensors`, `config.json` and the tokenizer files.
+
+Pipeline position: after pre-training or fine-tuning, for users who continue in PyTorch or
+publish on the Hugging Face Hub. Any checkpoint this project reads goes in (Google TF1,
+this project's TF2 checkpoints and training runs, Hugging Face safetensors). The folder
+loads with `transformers.AutoModel` (`--task_type=encoder`), `BertForPreTraining`,
+`BertForSequenceClassification`, `BertForQuestionAnswering` or
+`BertForTokenClassification` with no missing or unexpected weights, and computes the same
+outputs (tested to 1e-5).
+
+The activation is named for Hugging Face's meaning: the original release's "gelu" (the tanh
+approximation) is Hugging Face's "gelu_new", and "gelu_exact" (erf) is its "gelu"; a
+Google-trained model exported as "gelu" would be off by ~1e-3 without anyone noticing.
+
+    python -m modeling.export_huggingface --bert_config_file=bert_config.json \
+      --init_checkpoint=mrpc_out/best/model.ckpt --vocab_file=vocab.txt --do_lower_case \
+      --task_type=classification --labels=0,1 --output_dir=mrpc_hf
+"""
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+
+from data_prep import file_io
+from modeling import checkpoint_mapping as mapping
+
+# Our activation names -> Hugging Face's (ACT2FN) for the same function.
+HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh",
+                 "swish": "silu", "linear": "linear"}
+
+# Model class -> (Hugging Face architecture, prefix of the encoder's weights, whether it
+# has the pooler: Hugging Face builds its token-level heads without one).
+ARCHITECTURES = {
+    "BertEncoder": ("BertModel", "", True),
+    "BertPretrainer": ("BertForPreTraining", "bert.", True),
+    "BertClassifier": ("BertForSequenceClassification", "bert.", True),
+    "BertSpanLabeler": ("BertForQuestionAnswering", "bert.", False),
+    "BertTokenClassifier": ("BertForTokenClassification", "bert.", False),
+}
+
+# Canonical (original TF1) name -> Hugging Face name, as (pattern, replacement), for the
+# encoder (prefixed as the architecture wants) and for each head. A kernel ([in, out]) is
+# transposed into PyTorch's [out, in]; an `output_weights` is [out, in] already.
+_ENCODER_NAMES = (
+    (r"bert/embeddings/(word|token_type|position)_embeddings",
+     r"embeddings.\1_embeddings.weight"),
+    (r"bert/embeddings/LayerNorm/gamma", "embeddings.LayerNorm.weight"),
+    (r"bert/embeddings/LayerNorm/beta", "embeddings.LayerNorm.bias"),
+    (r"bert/encoder/layer_(\d+)/(.*)/LayerNorm/gamma", r"encoder.layer.\1.\2.LayerNorm.weight"),
+    (r"bert/encoder/layer_(\d+)/(.*)/LayerNorm/beta", r"encoder.layer.\1.\2.LayerNorm.bias"),
+    (r"bert/encoder/layer_(\d+)/(.*)/kernel", r"encoder.layer.\1.\2.weight"),
+    (r"bert/encoder/layer_(\d+)/(.*)/bias", r"encoder.layer.\1.\2.bias"),
+    (r"bert/pooler/dense/kernel", "pooler.dense.weight"),
+    (r"bert/pooler/dense/bias", "pooler.dense.bias"),
+)
+_HEAD_NAMES = {
+    "cls/predictions/transform/dense/kernel": "cls.predictions.transform.dense.weight",
+    "cls/predictions/transform/dense/bias": "cls.predictions.transform.dense.bias",
+    "cls/predictions/transform/LayerNorm/gamma": "cls.predictions.transform.LayerNorm.weight",
+    "cls/predictions/transform/LayerNorm/beta": "cls.predictions.transform.LayerNorm.bias",
+    "cls/predictions/output_bias": "cls.predictions.bias",
+    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+    "output_weights": "classifier.weight",
+    "output_bias": "classifier.bias",
+    "cls/squad/output_weights": "qa_outputs.weight",
+    "cls/squad/output_bias": "qa_outputs.bias",
+    "cls/token_classification/output_weights": "classifier.weight",
+    "cls/token_classification/output_bias": "classifier.bias",
+}
+_ENCODER_COMPILED = tuple((re.compile(p + "$"), r) for p, r in _ENCODER_NAMES)
+
+
+def hf_name(canonical, prefix):
+    """The Hugging Face name of a canonical weight name.
+
+    Example: `bert/encoder/layer_0/attention/self/query/kernel` with prefix "bert." ->
+    `bert.encoder.layer.0.attention.self.query.weight`.
+    """
+    for pattern, replacement in _ENCODER_COMPILED:
+        if pattern.match(canonical):
+            return prefix + pattern.sub(replacement, canonical).replace("/", ".")
+    if canonical in _HEAD_NAMES:
+        return _HEAD_NAMES[canonical]
+    raise KeyError(f"No Hugging Face name for '{canonical}'.")
+
+
+def hf_tensors(model):
+    """{Hugging Face name: float32 array} of every weight of `model`."""
+    kind = type(model).__name__
+    if kind not in ARCHITECTURES:
+        raise TypeError(f"{kind}: no Hugging Face architecture; export a BertEncoder or a "
+                        f"model of modeling.models.")
+    _, prefix, pooler = ARCHITECTURES[kind]
+    tensors = {}
+    for name, (variable, rule) in mapping.variable_map(model).items():
+        if name.startswith("bert/pooler/") and not pooler:
+            continue  # unused by the token-level heads, absent from Hugging Face's
+        value = np.asarray(variable.numpy(), np.float32)
+        if name.endswith("/kernel"):  # Keras [in, out] -> PyTorch [out, in]
+            value = value.T
+        elif rule == mapping.TRANSPOSE:  # output_weights: Keras [in, out] -> [out, in]
+            value = value.T
+        tensors[hf_name(name, prefix)] = np.ascontiguousarray(value)
+    return tensors
+
+
+def hf_config(model, labels=None):
+    """config.json for `model`: the architecture, its sizes, the activation named for
+    Hugging Face, and for task heads the labels (`id2label`/`label2id`)."""
+    encoder = model if type(model).__name__ == "BertEncoder" else model.encoder
+    config = encoder.bert_config()
+    if config.hidden_act not in HF_ACTIVATION:
+        raise ValueError(f"hidden_act={config.hidden_act!r} has no Hugging Face name.")
+    kind = type(model).__name__
+    out = {
+        "architectures": [ARCHITECTURES[kind][0]], "model_type": "bert",
+        "vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": HF_ACTIVATION[config.hidden_act],
+        "hidden_dropout_prob": config.hidden_dropout_prob,
+        "attention_probs_dropout_prob": config.attention_probs_dropout_prob,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range, "layer_norm_eps": 1e-12,
+        "pad_token_id": 0, "position_embedding_type": "absolute",
+        "classifier_dropout": None, "torch_dtype": "float32",
+    }
+    num_labels = {"BertClassifier": getattr(model, "num_classes", None),
+                  "BertTokenClassifier": getattr(model, "num_labels", None)}.get(kind)
+    if num_labels:
+        labels = list(labels) if labels else [f"LABEL_{i}" for i in range(num_labels)]
+        if num_labels == 1:  # a score (STS-B): Hugging Face's regression
+            out["problem_type"] = "regression"
+            labels = labels[:1] or ["score"]
+        if len(labels) != num_labels:
+            raise ValueError(f"{len(labels)} labels ({labels}) for a head with "
+                             f"{num_labels} outputs.")
+        out["id2label"] = {str(i): str(label) for i, label in enumerate(labels)}
+        out["label2id"] = {str(label): i for i, label in enumerate(labels)}
+        out["num_labels"] = num_labels
+    return out
+
+
+def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, labels=None):
+    """Writes `model` as a Hugging Face model folder (complete or not at all); returns
+    `output_dir`.
+
+    Args:
+        model: a `modeling.BertEncoder`, `BertPretrainer`, `BertClassifier`,
+            `BertSpanLabeler` or `BertTokenClassifier`, weights loaded.
+        output_dir: str. Replaced whole if it exists.
+        vocab_file: str or None. Copied with `tokenizer_config.json` (the casing) so that
+            `AutoTokenizer` loads the same WordPiece tokenizer.
+        do_lower_case: bool.
+        labels: list of str or None. The label of each output of a classification or
+            tagging head (default LABEL_0, LABEL_1, ...).
+    """
+    from safetensors.numpy import save_file
+
+    tensors = hf_tensors(model)
+    config = hf_config(model, labels)
+    with file_io.atomic_path(output_dir) as tmp:
+        os.makedirs(tmp)
+        save_file(tensors, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        _write_json(os.path.join(tmp, "config.json"), config)
+        if vocab_file:
+            shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
+            _write_json(os.path.join(tmp, "tokenizer_config.json"), {
+                "tokenizer_class": "BertTokenizer", "do_lower_case": bool(do_lower_case),
+                "strip_accents": None, "tokenize_chinese_chars": True,
+                "model_max_length": config["max_position_embeddings"],
+                "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                "cls_token": "[CLS]", "mask_token": "[MASK]"})
+            _write_json(os.path.join(tmp, "special_tokens_map.json"), {
+                "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                "cls_token": "[CLS]", "mask_token": "[MASK]"})
+    return output_dir
+
+
+def _write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def model_for(task_type, config, num_labels=None):
+    """The model class of a `--task_type`, built from a `BertConfig`."""
+    import modeling
+    if task_type == "encoder":
+        return modeling.BertEncoder(config)
+    if task_type == "pretraining":
+        return modeling.BertPretrainer(config)
+    if task_type == "classification":
+        return modeling.BertClassifier(config, num_labels)
+    if task_type == "squad":
+        return modeling.BertSpanLabeler(config)
+    if task_type == "tagging":
+        return modeling.BertTokenClassifier(config, num_labels)
+    raise ValueError(f"--task_type={task_type!r} is not one of encoder, pretraining, "
+                     f"classification, squad, tagging.")
+
+
+def main(_):
+    import modeling
+    from absl import flags, logging
+
+    from tasks import canonical_name
+
+    FLAGS = flags.FLAGS
+    task_type = FLAGS.task_type if FLAGS.task_type in ("encoder", "pretraining") else \
+        canonical_name(FLAGS.task_type)
+    labels = FLAGS.labels
+    if FLAGS.labels_file:
+        with open(FLAGS.labels_file, encoding="utf-8") as f:
+            labels = [line.strip() for line in f if line.strip()]
+    file_io.refuse_inputs_as_outputs(
+        {"output_dir": FLAGS.output_dir},
+        {name: FLAGS[name].value for name in ("bert_config_file", "init_checkpoint",
+                                               "vocab_file", "labels_file")})
+    config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+    if task_type in ("classification", "tagging") and not (labels or FLAGS.regression):
+        raise ValueError(f"--task_type={task_type} needs --labels or --labels_file (or "
+                         f"--regression).")
+    num_labels = 1 if FLAGS.regression else (len(labels) if labels else None)
+    model = model_for(task_type, config, num_labels)
+    modeling.load_checkpoint(model, FLAGS.init_checkpoint,
+                             strict=True if task_type != "encoder" else "encoder")
+    save_huggingface(model, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                     labels)
+    logging.info("Wrote a Hugging Face %s to %s.", ARCHITECTURES[type(model).__name__][0],
+                 FLAGS.output_dir)
+
+
+def _define_flags():
+    from absl import flags
+    flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json (or a "
+                        "Hugging Face config.json).")
+    flags.DEFINE_string("init_checkpoint", None, "The checkpoint: Google TF1, this "
+                        "project's (e.g. output_dir/best/model.ckpt) or model.safetensors.")
+    flags.DEFINE_string("vocab_file", None, "The vocabulary, copied beside the model.")
+    flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
+    flags.DEFINE_string("output_dir", None, "The Hugging Face model folder to write.")
+    flags.DEFINE_enum("task_type", "encoder",
+                      ["encoder", "pretraining", "classification", "squad", "tagging",
+                       "classifier", "span", "tagger", "ner"],
+                      "Which model the checkpoint holds: encoder (AutoModel), pretraining "
+                      "(BertForPreTraining), classification, squad (question answering) "
+                      "or tagging (token classification).")
+    flags.DEFINE_list("labels", None, "classification/tagging: the labels, in the head's "
+                      "order (id2label).")
+    flags.DEFINE_string("labels_file", None, "A file with one label per line (run_ner.py's "
+                        "label_list.txt).")
+    flags.DEFINE_bool("regression", False, "classification: one score (STS-B).")
+    flags.mark_flags_as_required(["bert_config_file", "init_checkpoint", "output_dir"])
+
+
+if __name__ == "__main__":
+    from data_prep import cli
+
+    _define_flags()
+    cli.run(main)
