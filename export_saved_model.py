@@ -18,11 +18,15 @@ from absl import app, flags, logging
 from data_prep import cli, file_io
 
 flags.DEFINE_enum("task_type", "classification",
-                  ["classification", "squad", "tagging", "classifier", "span", "tagger",
-                   "ner"],
-                  "Which task head the checkpoint has: classification (run_classifier.py), "
-                  "tagging (run_ner.py) or squad (run_squad.py). The older names "
-                  "classifier, tagger/ner and span are accepted too.")
+                  ["classification", "squad", "tagging", "encoder", "preprocessor",
+                   "classifier", "span", "tagger", "ner"],
+                  "What to export: a task model with its head, classification "
+                  "(run_classifier.py), tagging (run_ner.py) or squad (run_squad.py), "
+                  "with raw-text and ids signatures; or, TF Hub style, the encoder (a "
+                  "dict of input_word_ids/input_mask/input_type_ids in; pooled_output, "
+                  "sequence_output, encoder_outputs out) or its preprocessor (strings "
+                  "in, the encoder's inputs out; needs only --vocab_file). The older "
+                  "names classifier, tagger/ner and span are accepted too.")
 flags.DEFINE_integer("max_query_length", 64, "span: question pieces kept.")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
@@ -42,6 +46,11 @@ flags.DEFINE_enum("long_document", "truncate", ["truncate", "head_tail", "window
 flags.DEFINE_integer("doc_stride", None, "Classifier, --long_document=windows: pieces "
                      "between window starts (default half a window).")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
+flags.DEFINE_bool("tflite", False, "Also write model.tflite: the ids signature converted "
+                  "to TF Lite with builtin ops only (serving_ids; the encoder's "
+                  "serving_default).")
+flags.DEFINE_bool("tflite_quantize", False, "Also write model_int8.tflite, dynamic-range "
+                  "quantized (int8 weights); implies --tflite.")
 FLAGS = flags.FLAGS
 
 
@@ -53,7 +62,9 @@ def _labels():
 
 
 def main(_):
-    for name in ("bert_config_file", "init_checkpoint", "vocab_file", "export_dir"):
+    required = ("vocab_file", "export_dir") + (
+        () if FLAGS.task_type == "preprocessor" else ("bert_config_file", "init_checkpoint"))
+    for name in required:
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required.")
     import modeling
@@ -63,11 +74,25 @@ def main(_):
         {"export_dir": FLAGS.export_dir},
         {name: FLAGS[name].value for name in ("bert_config_file", "init_checkpoint",
                                                "vocab_file", "labels_file")})
+    if FLAGS.task_type == "preprocessor":
+        from training.hub_export import export_preprocessor
+        export_preprocessor(FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                            FLAGS.max_seq_length)
+        return logging.info("Exported a preprocessor to %s.", FLAGS.export_dir)
+    config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+    config.check_max_seq_length(FLAGS.max_seq_length)
+    tflite = dict(tflite=FLAGS.tflite or FLAGS.tflite_quantize,
+                  tflite_quantize=FLAGS.tflite_quantize)
+    if FLAGS.task_type == "encoder":
+        from training.hub_export import export_encoder
+        encoder = modeling.BertEncoder(config)
+        modeling.load_checkpoint(encoder, FLAGS.init_checkpoint, strict=True)
+        export_encoder(encoder, FLAGS.export_dir, **tflite)
+        return logging.info("Exported %s as an encoder to %s.", FLAGS.init_checkpoint,
+                            FLAGS.export_dir)
     task_type, labels = canonical_name(FLAGS.task_type), _labels()
     if task_type != "squad" and not FLAGS.regression and not labels:
         raise app.UsageError("--labels or --labels_file is required (or --regression).")
-    config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-    config.check_max_seq_length(FLAGS.max_seq_length)
     common = (FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
     if task_type == "squad":
         from tasks.squad.export import export_squad as export
@@ -80,7 +105,7 @@ def main(_):
         model = modeling.BertClassifier(config, 1 if FLAGS.regression else len(labels))
         extra = (labels, FLAGS.regression, FLAGS.pair, FLAGS.long_document, FLAGS.doc_stride)
     modeling.load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
-    export(model, FLAGS.export_dir, *common, *extra)
+    export(model, FLAGS.export_dir, *common, *extra, **tflite)
     logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
 
 

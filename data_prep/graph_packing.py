@@ -40,7 +40,7 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
         ids_a: ragged int [batch, (tokens)].
         ids_b: ragged int [batch, (tokens)] or None. A row with no tokens gives a single
             sequence for that row, as `pack` does for an empty text_b.
-        max_seq_length: int.
+        max_seq_length: int, or a scalar int tensor (a length chosen at call time).
         cls_id, sep_id: ints.
 
     Returns:
@@ -48,6 +48,9 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     """
     ids_a = tf.cast(ids_a, tf.int64)
     len_a = ids_a.row_lengths()
+    static = isinstance(max_seq_length, int)
+    if not static:
+        max_seq_length = tf.cast(max_seq_length, tf.int64)
     if ids_b is None:
         ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64),
                                                  tf.zeros_like(len_a))
@@ -71,7 +74,8 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     first = keep_a + 2
     segments = tf.cast(tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(first, 1),
                        tf.int64)
-    shape = [None, max_seq_length]
+    shape = [None, max_seq_length] if static else tf.stack(
+        [tf.constant(-1, tf.int64), max_seq_length])
     input_ids = ids.to_tensor(0, shape=shape)
     return {"input_ids": tf.cast(input_ids, tf.int32),
             "input_mask": tf.cast(tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32),

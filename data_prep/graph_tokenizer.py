@@ -285,6 +285,11 @@ class GraphTokenizer(tf.Module):
     def tokenize(self, texts, valid_utf8=False):
         """tf.string [batch] -> ragged int64 [batch, (pieces)] of WordPiece ids (see
         `basic_tokenize` for `valid_utf8`)."""
+        return self.tokenize_words(texts, valid_utf8).merge_dims(1, 2)
+
+    def tokenize_words(self, texts, valid_utf8=False):
+        """tf.string [batch] -> ragged int64 [batch, (words), (pieces)]: each word's
+        WordPiece ids (the layout of TF Hub preprocessors' `tokenize`)."""
         if self._wordpiece is None:
             raise ValueError("This GraphTokenizer has no vocabulary; pass vocab_file.")
         words = self.basic_tokenize(texts, valid_utf8)
@@ -299,5 +304,4 @@ class GraphTokenizer(tf.Module):
         flat = tf.cond(tf.reduce_any(tf.strings.length(flat) > limit),
                        lambda: unknown_if_too_long(flat), lambda: flat)
         words = words.with_flat_values(flat)
-        pieces = self._wordpiece.tokenize(words)  # [batch, (words), (pieces)]
-        return pieces.merge_dims(1, 2)
+        return self._wordpiece.tokenize(words)  # [batch, (words), (pieces)]

@@ -14,6 +14,8 @@ The export is written to a temporary folder and renamed: never half-written, and
 existing export is replaced only once the new one is complete.
 """
 
+import os
+
 import tensorflow as tf
 
 from data_prep import file_io
@@ -75,16 +77,55 @@ class ServingModule(tf.Module):
         ]
 
 
-def save(module, export_dir, text_signature):
+def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False):
     """Writes `module` as a SavedModel with `serving_default` = `text_signature` (a
     `tf.function` with its input signature) and `serving_ids` = `module.from_ids` over
-    the three id inputs; atomically. Returns `export_dir`."""
+    the three id inputs; atomically. With `tflite`, also `model.tflite` of `serving_ids`
+    (see `write_tflite`). Returns `export_dir`."""
     serving_ids = tf.function(module.from_ids, input_signature=[IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
+    return save_signatures(module, export_dir, {"serving_default": text_signature,
+                                                "serving_ids": serving_ids},
+                           tflite="serving_ids" if tflite else None,
+                           tflite_quantize=tflite_quantize)
+
+
+def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False):
+    """Writes `module` with `signatures` as a SavedModel, and with `tflite` (a signature
+    name) its TF Lite conversion beside it; the folder appears complete or not at all."""
     with file_io.atomic_path(export_dir) as tmp:
-        tf.saved_model.save(module, tmp, signatures={"serving_default": text_signature,
-                                                     "serving_ids": serving_ids})
+        tf.saved_model.save(module, tmp, signatures=signatures)
+        if tflite:
+            write_tflite(tmp, tflite, tflite_quantize)
     return export_dir
+
+
+TFLITE_FILE = "model.tflite"
+TFLITE_INT8_FILE = "model_int8.tflite"
+
+
+def write_tflite(saved_model_dir, signature, quantize=False):
+    """Converts one signature of a SavedModel to TF Lite with builtin ops only (no Select
+    TF ops, no custom ops): `model.tflite`, float32; with `quantize`, also
+    `model_int8.tflite`, dynamic-range quantized (int8 weights, float activations: about a
+    quarter of the size; tensors under 1,024 values stay float). Inputs have a dynamic
+    [batch, seq] shape: resize them to the request (`interpreter.resize_tensor_input`),
+    or use the signature runner.
+
+    Only the ids signatures convert: the raw-text ones tokenize with regular expressions
+    and tensorflow-text ops, which TF Lite's builtin ops do not have."""
+    def convert(optimize):
+        converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
+                                                             signature_keys=[signature])
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if optimize:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        return converter.convert()
+
+    for name, optimize in ((TFLITE_FILE, False),) + (((TFLITE_INT8_FILE, True),)
+                                                     if quantize else ()):
+        with open(os.path.join(saved_model_dir, name), "wb") as f:
+            f.write(convert(optimize))
 
 
 def as_batch(text):

@@ -23,7 +23,9 @@ def attention_mask_adder(input_mask):
     Always float32, because the scores are softmaxed in float32.
     """
     mask = ops.cast(input_mask, "float32")
-    return (1.0 - mask[:, None, None, :]) * MASK_ADDER
+    # expand_dims rather than mask[:, None, None, :]: that slice is a StridedSlice with new
+    # axes, which TF Lite's builtin ops do not have.
+    return (1.0 - ops.expand_dims(ops.expand_dims(mask, 1), 1)) * MASK_ADDER
 
 
 @keras.saving.register_keras_serializable(package="bert")

@@ -53,7 +53,7 @@ class ClassificationModule(export.ServingModule):
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                           label_list, regression=False, pair=True, long_document="truncate",
-                          doc_stride=None):
+                          doc_stride=None, tflite=False, tflite_quantize=False):
     """Writes the SavedModel; returns `export_dir`.
 
     Args:
@@ -62,6 +62,8 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
         pair: bool. The raw-text signature takes `text_b` too.
         long_document, doc_stride: how the raw-text signature reads a long text_a (see
             `data_prep.packing.pack_document`); as the model was fine-tuned.
+        tflite, tflite_quantize: also write `serving_ids` as TF Lite (see
+            `training.export.write_tflite`).
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
                                   label_list, regression, long_document, doc_stride)
@@ -72,4 +74,4 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
     else:
         serving_text = tf.function(lambda text_a: module.from_text(text_a),
                                    input_signature=[text])
-    return export.save(module, export_dir, serving_text)
+    return export.save(module, export_dir, serving_text, tflite, tflite_quantize)

@@ -64,7 +64,7 @@ class SquadModule(export.ServingModule):
 
 
 def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                 max_query_length=64):
+                 max_query_length=64, tflite=False, tflite_quantize=False):
     """Writes a question-answering SavedModel; returns `export_dir`.
 
     `serving_default` takes `question` and `context` (tf.string [batch]); the question is
@@ -77,4 +77,5 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     """
     module = SquadModule(model, vocab_file, do_lower_case, max_seq_length, max_query_length)
     return export.save(module, export_dir, tf.function(
-        module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC]))
+        module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC]),
+        tflite, tflite_quantize)

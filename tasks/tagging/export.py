@@ -82,7 +82,7 @@ class TaggingModule(export.ServingModule):
 
 
 def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                   label_list):
+                   label_list, tflite=False, tflite_quantize=False):
     """Writes a token-tagging SavedModel; returns `export_dir`.
 
     `serving_default` takes `text` (tf.string [batch], one sentence each): words are split
@@ -96,4 +96,5 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     """
     module = TaggingModule(model, vocab_file, do_lower_case, max_seq_length, label_list)
     return export.save(module, export_dir,
-                       tf.function(module.from_text, input_signature=[export.TEXT_SPEC]))
+                       tf.function(module.from_text, input_signature=[export.TEXT_SPEC]),
+                       tflite, tflite_quantize)
