@@ -5,7 +5,10 @@ same at the end of training; this script exports any checkpoint later (a trainin
 checkpoint `output_dir/ckpt-N`, the best one `output_dir/best/model.ckpt`, or a Google
 checkpoint with the task's output layer). Signatures: `serving_default` (raw strings,
 in-graph tokenization) and `serving_ids` (token ids, core ops only); see
-`training/export.py` and each task's `tasks/*/export.py`.
+`training/export.py` and each task's `tasks/*/export.py`. `--task_type=encoder` and
+`--task_type=preprocessor` write the TF Hub-style encoder and preprocessor instead
+(`training/hub_export.py`); `--tflite` / `--tflite_quantize` add `model.tflite` /
+`model_int8.tflite` of the ids signature beside the SavedModel.
 
     python export_saved_model.py --task_type=classification \
       --bert_config_file=bert_config.json --init_checkpoint=mrpc_out/best/model.ckpt \

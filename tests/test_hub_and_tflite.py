@@ -156,3 +156,50 @@ def test_tflite_answers_as_the_saved_model(checkpoints):
     want = tf.saved_model.load(str(folder / "classifier")).signatures["serving_ids"](
         **{k: tf.constant(v) for k, v in inputs.items()})
     np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=0.05)
+
+
+def test_each_export_stores_every_weight_once(checkpoints):
+    """The saved variables hold the model's weights once: as many float values as the
+    Google checkpoint they came from (a Keras 3 model saved as a child object writes its
+    weights a second time)."""
+    import tensorflow as tf
+
+    folder, _ = checkpoints
+    for name, source in (("encoder", "encoder.ckpt"), ("classifier", "classifier.ckpt")):
+        # The checkpoint's weights, without its Adam slots and pre-training heads.
+        want = sum(int(np.prod(shape)) for key, shape in
+                   tf.train.list_variables(str(folder / source))
+                   if key.startswith(("bert/", "output_")) and "adam_" not in key)
+        reader = tf.train.load_checkpoint(str(folder / name / "variables" / "variables"))
+        dtypes = reader.get_variable_to_dtype_map()
+        got = sum(int(np.prod(shape)) for key, shape in
+                  reader.get_variable_to_shape_map().items() if dtypes[key] == tf.float32)
+        assert got == want, name
+
+
+def test_tflite_of_the_squad_and_tagging_exports(checkpoints, tmp_path):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    import modeling
+    from tasks.squad.export import export_squad
+    from tasks.tagging.export import export_tagging
+
+    folder, config = checkpoints
+    bert_config = modeling.BertConfig.from_dict(config)
+    labels = ["O", "B-PER", "I-PER"]
+    inputs = _packed(folder, TEXTS)
+    for name, model, export, extra, outputs in (
+            ("squad", modeling.BertSpanLabeler(bert_config), export_squad, (8,),
+             ("start_logits", "end_logits")),
+            ("tagging", modeling.BertTokenClassifier(bert_config, 3), export_tagging,
+             (labels,), ("probabilities", "label_id"))):
+        modeling.load_checkpoint(model, str(folder / "encoder.ckpt"))  # random heads
+        export_dir = export(model, str(tmp_path / name), str(folder / "vocab.txt"), True, 16,
+                            *extra, tflite=True)
+        want = tf.saved_model.load(export_dir).signatures["serving_ids"](
+            **{k: tf.constant(v) for k, v in inputs.items()})
+        got = tf.lite.Interpreter(model_path=os.path.join(export_dir, "model.tflite")
+                                  ).get_signature_runner("serving_ids")(**inputs)
+        for output in outputs:
+            np.testing.assert_allclose(got[output], want[output].numpy(), atol=1e-4)

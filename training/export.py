@@ -28,6 +28,13 @@ IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 TEXT_SPEC = tf.TensorSpec(None, tf.string)
 
 
+def untracked(module, name, value):
+    """Sets `module.name = value` without making `value` part of what is saved: a Keras 3
+    model saved as a child would write every weight a second time (its Keras variables are
+    objects of their own beside the `tf.Variable`s they wrap), doubling the export."""
+    module.__dict__[name] = value
+
+
 class ServingModule(tf.Module):
     """What every export holds: the model (its variables held directly, since Keras 3
     layers are not all tracked by tf.Module), the in-graph tokenizer and special ids.
@@ -35,7 +42,7 @@ class ServingModule(tf.Module):
 
     def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length):
         super().__init__(name=name)
-        self.model = model
+        untracked(self, "model", model)
         self.model_variables = [v.value if hasattr(v, "value") else v
                                 for v in model.variables]
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
@@ -81,12 +88,12 @@ def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False
     """Writes `module` as a SavedModel with `serving_default` = `text_signature` (a
     `tf.function` with its input signature) and `serving_ids` = `module.from_ids` over
     the three id inputs; atomically. With `tflite`, also `model.tflite` of `serving_ids`
-    (see `write_tflite`). Returns `export_dir`."""
+    (see `write_tflite`); `tflite_quantize` implies `tflite`. Returns `export_dir`."""
     serving_ids = tf.function(module.from_ids, input_signature=[IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
     return save_signatures(module, export_dir, {"serving_default": text_signature,
                                                 "serving_ids": serving_ids},
-                           tflite="serving_ids" if tflite else None,
+                           tflite="serving_ids" if tflite or tflite_quantize else None,
                            tflite_quantize=tflite_quantize)
 
 

@@ -42,7 +42,7 @@ class EncoderModule(AutoTrackable):
 
     def __init__(self, encoder):
         super().__init__()
-        self.encoder = encoder
+        export.untracked(self, "encoder", encoder)
         # TF Hub's reusable-SavedModel attributes (plain lists, saved with the object).
         self.variables = [v.value if hasattr(v, "value") else v for v in encoder.variables]
         self.trainable_variables = [v.value if hasattr(v, "value") else v
@@ -83,7 +83,7 @@ def export_encoder(encoder, export_dir, tflite=False, tflite_quantize=False):
         tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS])
     module.serving = serving
     return export.save_signatures(module, export_dir, {"serving_default": serving},
-                                  tflite=tflite and "serving_default",
+                                  tflite=(tflite or tflite_quantize) and "serving_default",
                                   tflite_quantize=tflite_quantize)
 
 
