@@ -83,7 +83,8 @@ def main(_):
                             FLAGS.max_seq_length)
         return logging.info("Exported a preprocessor to %s.", FLAGS.export_dir)
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-    config.check_max_seq_length(FLAGS.max_seq_length)
+    if FLAGS.task_type != "encoder" or FLAGS["max_seq_length"].present:
+        config.check_max_seq_length(FLAGS.max_seq_length)  # the encoder takes any length
     tflite = dict(tflite=FLAGS.tflite or FLAGS.tflite_quantize,
                   tflite_quantize=FLAGS.tflite_quantize)
     if FLAGS.task_type == "encoder":

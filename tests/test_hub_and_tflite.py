@@ -203,3 +203,36 @@ def test_tflite_of_the_squad_and_tagging_exports(checkpoints, tmp_path):
                                   ).get_signature_runner("serving_ids")(**inputs)
         for output in outputs:
             np.testing.assert_allclose(got[output], want[output].numpy(), atol=1e-4)
+
+
+def test_encoder_and_tflite_from_a_safetensors_file(checkpoints, tmp_path):
+    """Google TF1 -> Hugging Face safetensors -> the TF Hub-style encoder with TF Lite:
+    the same outputs as BertEncoder on the TF1 weights."""
+    import tensorflow as tf
+
+    import modeling
+    folder, config = checkpoints
+    ours = modeling.BertEncoder(modeling.BertConfig.from_dict(config))
+    modeling.load_checkpoint(ours, str(folder / "encoder.ckpt"), strict=True)
+    hf_dir = modeling.save_huggingface(ours, str(tmp_path / "hf"), str(folder / "vocab.txt"))
+    export_dir = tmp_path / "encoder"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "export_saved_model.py"), "--task_type=encoder",
+         f"--bert_config_file={folder / 'bert_config.json'}", "--tflite",
+         f"--init_checkpoint={os.path.join(hf_dir, 'model.safetensors')}",
+         f"--vocab_file={folder / 'vocab.txt'}", f"--export_dir={export_dir}"],
+        capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    inputs = _packed(folder, TEXTS)
+    want = ours(inputs, training=False)
+    hub_inputs = dict(zip(("input_word_ids", "input_mask", "input_type_ids"),
+                          (inputs[name] for name in packing.INPUT_NAMES)))
+    got = tf.saved_model.load(str(export_dir))(hub_inputs, training=False)
+    lite = tf.lite.Interpreter(model_path=str(export_dir / "model.tflite")).get_signature_runner(
+        "serving_default")(**hub_inputs)
+    mask = inputs["input_mask"][..., None]
+    for outputs in (got, lite):
+        np.testing.assert_allclose(np.asarray(outputs["pooled_output"]),
+                                   want["pooled_output"].numpy(), atol=1e-4)
+        np.testing.assert_allclose(np.asarray(outputs["sequence_output"]) * mask,
+                                   want["sequence_output"].numpy() * mask, atol=1e-4)

@@ -137,11 +137,31 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     _run([sys.executable, os.path.join(ROOT, "export_saved_model.py"),
           f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
           f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
-          "--max_seq_length=16", "--labels=0,1", f"--export_dir={again}"])
+          "--max_seq_length=16", "--labels=0,1", f"--export_dir={again}", "--tflite"])
     reloaded = json.loads(_run([sys.executable, "-c", RELOAD, again, json.dumps(toy["test"]),
                                 json.dumps({k: v.tolist() for k, v in features.items()})]
                                ).stdout.strip().splitlines()[-1])
     np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
+    # ... and its TF Lite file, and a Hugging Face model from the same checkpoint.
+    import tensorflow as tf
+    lite = tf.lite.Interpreter(model_path=str(again / "model.tflite")).get_signature_runner(
+        "serving_ids")(**{k: v.astype(np.int32) for k, v in features.items()
+                          if k in ("input_ids", "input_mask", "segment_ids")})
+    np.testing.assert_allclose(lite["probabilities"], probabilities, atol=1e-4)
+    hf_dir = tmp_path / "hf"
+    _run([sys.executable, "-m", "modeling.export_huggingface", "--task_type=classification",
+          f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
+          f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
+          "--labels=0,1", f"--output_dir={hf_dir}"])
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.BertForSequenceClassification.from_pretrained(str(hf_dir)).eval()
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor(features["input_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(features["input_mask"], dtype=torch.long),
+                    token_type_ids=torch.tensor(features["segment_ids"], dtype=torch.long)
+                    ).logits
+    np.testing.assert_allclose(torch.softmax(logits, -1).numpy(), probabilities, atol=1e-5)
     shown = _run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"), "show",
                   "--dir", export, "--all"]).stdout
     assert "signature_def['serving_default']" in shown
