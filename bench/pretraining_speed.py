@@ -214,7 +214,7 @@ def main():
             step = statistics.median(values)
             rows.append((name, batch_size, peer, batch_size / step,
                          (ours / step) if ours else float("nan"), flops / step / peak))
-    print(f"\n| config | batch | implementation | sequences/s | speed vs ours | MFU |")
+    print("\n| config | batch | implementation | sequences/s | speed vs ours | MFU |")
     print("|---|---|---|---|---|---|")
     for name, batch, peer, sps, ratio, mfu in rows:
         print(f"| {name} | {batch} | {peer} | {sps:.2f} | {ratio:.2f} | {mfu:.1%} |")

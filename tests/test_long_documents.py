@@ -3,7 +3,6 @@ by head and tail, or as windows (logits averaged per document); the in-graph pac
 equals the Python one; the SavedModel reads raw text as the model was trained."""
 
 import json
-import os
 import random
 
 import numpy as np

@@ -7,7 +7,6 @@ import random
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tasks.tagging import conll

@@ -2,7 +2,6 @@
 checkpoint/resume, the NaN guard, mixed precision and run_pretraining.py end to end."""
 
 import os
-import shutil
 
 import keras
 import numpy as np

@@ -38,7 +38,7 @@ def _starts(prev_tag, tag, prev_type, kind):
 
 def chunks(tags):
     """Set of (start, end, type) entities of one sentence's tags (end exclusive)."""
-    found, start, kind = set(), None, ""
+    found, start = set(), None
     prev_tag, prev_type = "O", ""
     for i, tag in enumerate(list(tags) + ["O"]):
         t, k = _split(tag)
