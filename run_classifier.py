@@ -43,6 +43,9 @@ flags.DEFINE_enum("long_document", "truncate", ["truncate", "head_tail", "window
                   "pairs, text_b is kept whole and text_a is the long one.")
 flags.DEFINE_integer("doc_stride", None, "--long_document=windows: pieces between window "
                      "starts (default half a window).")
+flags.DEFINE_bool("bucket_by_length", False, "Training batches of sequences of similar "
+                  "length (less padding, faster; as Hugging Face's group_by_length). "
+                  "Every batch is padded only to its own longest sequence either way.")
 FLAGS = flags.FLAGS
 
 

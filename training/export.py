@@ -22,8 +22,11 @@ from data_prep import file_io
 from data_prep.graph_tokenizer import GraphTokenizer
 from data_prep.packing import INPUT_NAMES
 from data_prep.tokenization import load_vocab
+from training import task
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+# Requests whose padding is trimmed are cut to a multiple of this (see `run_model`).
+SERVING_PAD_MULTIPLE = 8
 # Strings of any rank up to 1: a batch [batch], or one string (see `as_batch`).
 TEXT_SPEC = tf.TensorSpec(None, tf.string)
 
@@ -40,8 +43,10 @@ class ServingModule(tf.Module):
     layers are not all tracked by tf.Module), the in-graph tokenizer and special ids.
     Subclasses define `from_ids(input_ids, input_mask, segment_ids)` and `from_text`."""
 
-    def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length):
+    def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length,
+                 trim_padding=False):
         super().__init__(name=name)
+        self.trim_padding = trim_padding
         untracked(self, "model", model)
         self.model_variables = [v.value if hasattr(v, "value") else v
                                 for v in model.variables]
@@ -51,10 +56,16 @@ class ServingModule(tf.Module):
         self.max_seq_length = max_seq_length
 
     def run_model(self, input_ids, input_mask, segment_ids):
-        """The model on validated inputs (see `check_inputs`)."""
+        """The model on validated inputs (see `check_inputs`). With `trim_padding` (for
+        outputs per sequence, not per position), only over the columns some sequence of
+        the request uses, rounded up to `SERVING_PAD_MULTIPLE`: the same answers (see
+        `training.task.trim_padding`), and a request of short sentences is not padded to
+        `max_seq_length`."""
         with tf.control_dependencies(self.check_inputs(input_ids, input_mask, segment_ids)):
             inputs = {name: tf.identity(t) for name, t in
                       zip(INPUT_NAMES, (input_ids, input_mask, segment_ids))}
+        if self.trim_padding:
+            inputs = task.trim_padding(inputs, SERVING_PAD_MULTIPLE)
         return self.model(inputs, training=False)
 
     def check_inputs(self, input_ids, input_mask, segment_ids):

@@ -370,7 +370,9 @@ def predict(model, dataset, outputs, keep=()):
     steps = _PREDICT_STEPS.setdefault(model, {})
     key = tuple(outputs)
     if key not in steps:
-        @tf.function
+        # reduce_retracing: batches padded to their own length (`task.trim_padding`) come
+        # in a few shapes; one trace with a free sequence length serves them all.
+        @tf.function(reduce_retracing=True)
         def step(inputs):
             out = model(inputs, training=False)
             return {name: tf.cast(out[name], tf.float32) for name in key}

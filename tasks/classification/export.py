@@ -21,7 +21,7 @@ class ClassificationModule(export.ServingModule):
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
                  regression, long_document="truncate", doc_stride=None):
         super().__init__("bert_classifier", model, vocab_file, do_lower_case,
-                         max_seq_length)
+                         max_seq_length, trim_padding=True)
         self.regression = regression
         self.labels = tf.constant(label_list or [""], tf.string)
         self.long_document, self.doc_stride = long_document, doc_stride

@@ -18,6 +18,7 @@ from absl import logging
 
 from data_prep import file_io, packing
 from data_prep.progress import Progress
+from training.task import trim_padding
 
 TOKENIZERS = ("python", "graph")
 FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
@@ -137,24 +138,65 @@ def count_records(path):
 
 
 def classifier_dataset(path, batch_size, max_seq_length, regression, is_training,
-                       seed=None, input_context=None, skip_batches=0):
+                       seed=None, input_context=None, skip_batches=0, pad_to_longest=True,
+                       bucket_by_length=False):
     """Batches of dicts (int32 inputs, `label_ids`) from a cached feature file: shuffled,
-    repeated and full for training; in order and once for evaluation/prediction."""
+    repeated and full for training; in order and once for evaluation/prediction.
+
+    Args:
+        pad_to_longest: bool. Each batch's inputs are cut to its longest sequence
+            (rounded up to `training.task.PAD_MULTIPLE`; see `trim_padding`) instead of
+            `max_seq_length`: the same outputs for less compute.
+        bucket_by_length: bool. Training: batches of sequences of similar length
+            (Hugging Face's `group_by_length`), drawn from the shuffled stream in groups
+            of `BUCKET_WINDOW` batches: still random batches, with less padding.
+    """
     spec = feature_spec(max_seq_length, regression)
     dataset = tf.data.TFRecordDataset(path)
     if input_context and input_context.num_input_pipelines > 1:
         dataset = dataset.shard(input_context.num_input_pipelines,
                                 input_context.input_pipeline_id)
-    if is_training:
-        dataset = dataset.repeat().shuffle(10000, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    if skip_batches:
-        dataset = dataset.skip(skip_batches)
 
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
         return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
                 for k, v in parsed.items()}
 
-    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE)
+    if is_training:
+        dataset = dataset.repeat().shuffle(10000, seed=seed)
+    if is_training and bucket_by_length:
+        dataset = _length_grouped_batches(dataset, batch_size, parse)
+    else:
+        dataset = dataset.batch(batch_size, drop_remainder=is_training).map(
+            parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if skip_batches:
+        dataset = dataset.skip(skip_batches)
+    if pad_to_longest:
+        dataset = dataset.map(trim_padding, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+# Length-grouped batches are formed within windows of this many batches of the shuffled
+# stream (as Hugging Face's LengthGroupedSampler groups within "megabatches").
+BUCKET_WINDOW = 50
+
+
+def _length_grouped_batches(records, batch_size, parse):
+    """Serialized examples (a shuffled, infinite stream) -> full batches of similar
+    lengths, parsed by `parse`: each window of `BUCKET_WINDOW` batches' worth of examples is sorted by
+    length, cut into batches, and the batches are shuffled (deterministically)."""
+    window = BUCKET_WINDOW * batch_size
+
+    def regroup(group):
+        lengths = tf.reduce_sum(group["input_mask"], axis=1)
+        order = tf.argsort(lengths, stable=True)
+        batches = {k: tf.reshape(tf.gather(v, order),
+                                 tf.concat([[BUCKET_WINDOW, batch_size], tf.shape(v)[1:]], 0))
+                   for k, v in group.items()}
+        # Batch order within the window: a fixed permutation by the window's content.
+        shuffle = tf.argsort(tf.random.stateless_uniform(
+            [BUCKET_WINDOW], seed=tf.stack([tf.reduce_sum(lengths), 0])))
+        return tf.data.Dataset.from_tensor_slices(
+            {k: tf.gather(v, shuffle) for k, v in batches.items()})
+
+    return records.batch(window, drop_remainder=True).map(parse).flat_map(regroup)

@@ -24,8 +24,8 @@ from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
 from training.config import FineTuningConfig, check
-from training.task import Task, TrainInput, model_inputs, softmax, steps_for_epochs, \
-    token_count
+from training.task import Task, TrainInput, model_inputs, softmax, \
+    static_shapes_needed, steps_for_epochs, token_count
 
 # GLUE's submission file name of each task (written with the test predictions).
 GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",
@@ -54,6 +54,9 @@ class ClassificationConfig(FineTuningConfig):
             by the mean of the windows' logits). See `data_prep.packing.pack_document`.
         doc_stride: int or None. "windows": pieces between window starts (default half a
             window).
+        bucket_by_length: bool. Training batches of sequences of similar length (see
+            `features.classifier_dataset`). Every batch is padded only to its longest
+            sequence (rounded up to 16) either way, except on TPUs.
     """
     task_name: str
     data_dir: str
@@ -67,6 +70,7 @@ class ClassificationConfig(FineTuningConfig):
     regression: bool = False
     long_document: str = "truncate"
     doc_stride: Optional[int] = None
+    bucket_by_length: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -150,7 +154,9 @@ class ClassificationTask(Task):
             return features.classifier_dataset(
                 self.train_path, context.get_per_replica_batch_size(global_batch_size),
                 c.max_seq_length, self.regression, is_training=True, seed=seed,
-                input_context=context, skip_batches=skip_batches)
+                input_context=context, skip_batches=skip_batches,
+                pad_to_longest=not static_shapes_needed(),
+                bucket_by_length=c.bucket_by_length)
 
         return TrainInput(dataset_fn, steps, warmup, sequences)
 
@@ -176,7 +182,8 @@ class ClassificationTask(Task):
         """Per example (a document's windows averaged: mean of their logits), in order:
         (probabilities or scores, labels)."""
         dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
-                                              self.regression, is_training=False)
+                                              self.regression, is_training=False,
+                                              pad_to_longest=not static_shapes_needed())
         out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"])
         index = out["example_index"]
         count = np.bincount(index)

@@ -1,0 +1,155 @@
+"""Batches padded to their own longest sequence, and length-grouped training batches:
+less padding, the same outputs."""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+from conftest import TINY_CONFIG
+from modeling import BertClassifier, BertConfig
+from tasks.classification import features
+from training.task import trim_padding
+
+MAX_LEN = 32
+
+
+def _batch(lengths, width=MAX_LEN, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((len(lengths), width), np.int32)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = rng.integers(4, TINY_CONFIG["vocab_size"], n)
+        ids[row, 0] = 2
+    mask = (ids > 0).astype(np.int32)
+    segments = np.zeros_like(ids)
+    segments[:, 3:] = mask[:, 3:]  # a second segment after three pieces
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+            "label_ids": np.arange(len(lengths), dtype=np.int32)}
+
+
+def test_trim_padding_cuts_to_the_longest_sequence_rounded_up_to_16():
+    for lengths, width in (([3, 17], 32), ([5, 2], 16), ([32, 1], 32), ([16], 16)):
+        batch = {k: tf.constant(v) for k, v in _batch(lengths).items()}
+        cut = trim_padding(batch)
+        for name in ("input_ids", "input_mask", "segment_ids"):
+            assert cut[name].shape == (len(lengths), width), (lengths, name)
+            np.testing.assert_array_equal(cut[name], batch[name][:, :width])
+        np.testing.assert_array_equal(cut["label_ids"], batch["label_ids"])  # per example
+
+
+def test_a_trimmed_batch_gives_the_logits_of_the_full_width_one():
+    model = BertClassifier(BertConfig(**TINY_CONFIG), 3)
+    batch = _batch([4, 9, 13, 2])
+    full = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                 training=False)["logits"].numpy()
+    cut = trim_padding({k: tf.constant(v) for k, v in batch.items()})
+    assert cut["input_ids"].shape[1] == 16
+    trimmed = model({k: cut[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                    training=False)["logits"].numpy()
+    np.testing.assert_allclose(trimmed, full, atol=1e-5)
+
+
+def _feature_file(path, lengths):
+    with tf.io.TFRecordWriter(path) as writer:
+        batch = _batch(lengths)
+        for i in range(len(lengths)):
+            feats = {name: tf.train.Feature(int64_list=tf.train.Int64List(
+                value=batch[name][i])) for name in ("input_ids", "input_mask", "segment_ids")}
+            feats["label_ids"] = tf.train.Feature(int64_list=tf.train.Int64List(
+                value=[i % 2]))
+            feats["example_index"] = tf.train.Feature(int64_list=tf.train.Int64List(
+                value=[i]))
+            writer.write(tf.train.Example(features=tf.train.Features(
+                feature=feats)).SerializeToString())
+    return path
+
+
+def test_evaluation_batches_are_padded_to_their_own_length_and_keep_their_order(tmp_path):
+    lengths = [3, 5, 20, 2, 7, 9, 30, 4, 6]
+    path = _feature_file(str(tmp_path / "dev.tf_record"), lengths)
+    batches = list(features.classifier_dataset(path, 3, MAX_LEN, False, is_training=False))
+    assert [b["input_ids"].shape[1] for b in batches] == [32, 16, 32]
+    assert np.concatenate([b["example_index"] for b in batches]).tolist() == list(range(9))
+    full = list(features.classifier_dataset(path, 3, MAX_LEN, False, is_training=False,
+                                            pad_to_longest=False))
+    assert [b["input_ids"].shape[1] for b in full] == [MAX_LEN] * 3
+    for got, want in zip(batches, full):
+        width = got["input_ids"].shape[1]
+        np.testing.assert_array_equal(got["input_ids"], want["input_ids"][:, :width])
+        assert int(tf.reduce_sum(want["input_mask"][:, width:])) == 0  # only padding cut
+
+
+def test_length_grouped_batches_hold_the_same_examples_with_less_padding(tmp_path):
+    rng = np.random.default_rng(1)
+    batch_size = 4
+    n = features.BUCKET_WINDOW * batch_size
+    lengths = rng.integers(2, MAX_LEN + 1, n).tolist()
+    path = _feature_file(str(tmp_path / "train.tf_record"), lengths)
+
+    def first_window(bucket):
+        dataset = features.classifier_dataset(path, batch_size, MAX_LEN, False,
+                                              is_training=True, seed=7,
+                                              bucket_by_length=bucket)
+        return list(dataset.take(features.BUCKET_WINDOW))
+
+    plain, grouped = first_window(False), first_window(True)
+    # A window regroups the same stretch of the shuffled stream: the same examples.
+    seen = [collections.Counter(np.concatenate([b["example_index"] for b in batches])
+                                .tolist()) for batches in (plain, grouped)]
+    assert seen[0] == seen[1] and sum(seen[1].values()) == n
+    for b in grouped:  # each example keeps its own features and label
+        for row, index in enumerate(b["example_index"].numpy()):
+            assert int(tf.reduce_sum(b["input_mask"][row])) == lengths[index]
+            assert int(b["label_ids"][row]) == index % 2
+    padded = lambda batches: sum(int(tf.size(b["input_mask"])) for b in batches)  # noqa
+    assert padded(grouped) < 0.8 * padded(plain)
+    # Deterministic (a resumed run skips exactly the batches already trained on).
+    again = first_window(True)
+    for a, b in zip(grouped, again):
+        np.testing.assert_array_equal(a["example_index"], b["example_index"])
+    # Not simply sorted: the batch order is shuffled within the window.
+    widths = [int(b["input_ids"].shape[1]) for b in grouped]
+    assert widths != sorted(widths)
+
+
+def test_the_served_classifier_answers_as_the_model_on_full_width_inputs(write_vocab,
+                                                                        tmp_path):
+    from tasks.classification.data import InputExample
+    from tasks.classification.export import export_classification
+
+    words = ["the", "movie", "was", "good", "bad", "plot", "a", "film", "very", "long"]
+    vocab = write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words)
+    config = BertConfig(**dict(TINY_CONFIG, max_position_embeddings=64))
+    model = BertClassifier(config, 2)
+    width = 48
+    export_classification(model, str(tmp_path / "export"), vocab, True, width, ["n", "p"],
+                          pair=False)
+    texts = ["the movie was good", "bad plot", "a very " * 7 + "long film"]
+    full = features.convert_examples([InputExample(str(i), t, None)
+                                      for i, t in enumerate(texts)], vocab, True, width)
+    assert full["input_ids"].shape == (3, width)
+    want = tf.nn.softmax(model({k: full[k] for k in ("input_ids", "input_mask",
+                                                     "segment_ids")})["logits"]).numpy()
+    served = tf.saved_model.load(str(tmp_path / "export"))
+    for batch in ([0, 1, 2], [0], [1], [2, 0]):  # 16, 8, 8 and 24 positions run
+        got = served.signatures["serving_default"](
+            text_a=tf.constant([texts[i] for i in batch]))["probabilities"].numpy()
+        np.testing.assert_allclose(got, want[batch], atol=1e-6)
+    ids = {k: tf.constant(full[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    got = served.signatures["serving_ids"](**ids)["probabilities"].numpy()
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    # Inputs of different shapes are still refused, not cut to one shape.
+    bad = dict(ids, input_mask=ids["input_mask"][:, :20])
+    try:
+        served.signatures["serving_ids"](**bad)
+    except tf.errors.InvalidArgumentError as e:
+        assert "input_mask must have the shape of input_ids" in str(e)
+    else:
+        raise AssertionError("mismatched shapes were accepted")
+
+
+def test_a_mask_with_gaps_keeps_every_used_position():
+    batch = _batch([3, 2])
+    batch["input_mask"][1, 20] = 1  # a position past the first 16 in use
+    cut = trim_padding({k: tf.constant(v) for k, v in batch.items()})
+    assert cut["input_mask"].shape == (2, 32)
