@@ -43,14 +43,16 @@ class SelfAttention(keras.layers.Layer):
         initializer_range: float. Kernel initialiser stddev. Defaults to 0.02.
 
     Call arguments:
-        x: float Tensor of shape [batch_size, seq_length, hidden_size].
+        x: float Tensor of shape [batch_size, seq_length, hidden_size], or the same as a
+            token matrix [batch_size * seq_length, hidden_size].
         mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length], from
             `attention_mask_adder`.
         training: bool. Applies dropout when True.
 
     Returns:
-        float Tensor of shape [batch_size, seq_length, num_heads * head_size], the context
-        vectors before the output projection.
+        float Tensor of shape [batch_size, seq_length, num_heads * head_size] (or
+        [batch_size * seq_length, ...] for a token matrix), the context vectors before the
+        output projection.
     """
 
     def __init__(self, *, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
@@ -77,13 +79,17 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, x, mask_adder, training=None):
         # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        # The projections run on the [B*S, H] token matrix (as the original's
+        # reshape_to_matrix): one MatMul + BiasAdd each, which TensorFlow fuses, instead
+        # of a tensordot's reshapes and shape arithmetic around every dense layer.
+        batch, seq = ops.shape(mask_adder)[0], ops.shape(mask_adder)[-1]
+        tokens = ops.reshape(x, (-1, ops.shape(x)[-1])) if len(x.shape) == 3 else x
 
-        def heads(t):  # [B, S, N*D] -> [B, N, S, D]
+        def heads(t):  # [B*S, N*D] -> [B, N, S, D]
             t = ops.reshape(t, (batch, seq, self.num_attention_heads, self.head_size))
             return ops.transpose(t, (0, 2, 1, 3))
 
-        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        q, k, v = heads(self.query(tokens)), heads(self.key(tokens)), heads(self.value(tokens))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # [B, N, F, T]
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
         # Softmax in float32 even under a float16/bfloat16 policy: the -10000 adder and
@@ -93,7 +99,10 @@ class SelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, F, D]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
-        return ops.reshape(context, (batch, seq, self.num_attention_heads * self.head_size))
+        width = self.num_attention_heads * self.head_size
+        if len(x.shape) == 3:
+            return ops.reshape(context, (batch, seq, width))
+        return ops.reshape(context, (-1, width))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.num_attention_heads * self.head_size,)

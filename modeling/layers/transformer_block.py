@@ -4,6 +4,7 @@ Pipeline position: `BertEncoder` stacks `num_hidden_layers` of these.
 """
 
 import keras
+from keras import ops
 
 from modeling.activations import get_activation
 from modeling.layers.attention import SelfAttention
@@ -90,10 +91,17 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, mask_adder, training=None):
-        attn = self.attention_output(self.self_attention(x, mask_adder, training=training))
-        attn = self.attention_layer_norm(self.attention_dropout(attn, training=training) + x)
+        # Every dense layer and LayerNorm works on the [B*S, H] token matrix: a plain
+        # MatMul + BiasAdd (+ activation) that TensorFlow fuses, no per-layer reshapes.
+        shape = ops.shape(x)
+        tokens = ops.reshape(x, (-1, self.hidden_size))
+        attn = self.attention_output(self.self_attention(tokens, mask_adder,
+                                                         training=training))
+        attn = self.attention_layer_norm(self.attention_dropout(attn, training=training)
+                                         + tokens)
         out = self.output_dense(self.intermediate(attn))
-        return self.output_layer_norm(self.output_dropout(out, training=training) + attn)
+        out = self.output_layer_norm(self.output_dropout(out, training=training) + attn)
+        return ops.reshape(out, shape)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
