@@ -215,3 +215,17 @@ def test_pair_export_matches_the_model_on_python_features(toy, tmp_path):
     np.testing.assert_allclose(got["probabilities"].numpy(), want, atol=1e-6)
     assert [s.decode() for s in got["label"].numpy()] == [
         ["contradiction", "entailment", "neutral"][i] for i in want.argmax(1)]
+
+
+def test_length_bucketed_training_learns_the_task(toy, tmp_path):
+    out = tmp_path / "bucketed"
+    # Batches of one length break through later on this toy task (its one deciding word
+    # sits anywhere): six epochs instead of three.
+    _run(_command(toy, out, do_train=True, do_eval=True, bucket_by_length=True,
+                  num_train_epochs=6, save_checkpoints_steps=60))
+    results = dict(line.split(" = ") for line in
+                   (out / "eval_results.txt").read_text().splitlines())
+    assert float(results["accuracy"]) >= 0.95, results
+    assert results["global_step"] == "120"
+    flags = json.loads((out / "training_flags.json").read_text())
+    assert flags["bucket_by_length"] is True  # a resumed run checks it did not change
