@@ -177,14 +177,17 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
         [sys.executable, os.path.join(ROOT, "run_squad.py")] + common + [
             f"--init_checkpoint={out}", "--max_seq_length=40", "--max_query_length=8",
             "--question=what is the city ?",
-            "--context=the color is red . the city is oslo . the animal is fox ."],
+            # Four facts, as in training: a three-fact context is out of distribution, and
+            # whether the model generalises to it changes with float rounding.
+            "--context=the color is red . the city is oslo . the animal is fox . "
+            "the number is nine ."],
         env=ENV, capture_output=True, text=True, timeout=300)
     assert asked.returncode == 0, asked.stderr[-3000:]
     assert json.loads(asked.stdout.strip().splitlines()[-1])["answer"] == "oslo"
 
     # The SavedModel, in a fresh process with only tensorflow and tensorflow_text: the best
     # valid span, cut out of the context with the returned character offsets.
-    context = "the color is red .  the city is  oslo . the animal is fox ."
+    context = "the color is red .  the city is  oslo . the animal is fox . the number is nine ."
     served = subprocess.run([sys.executable, "-c", SERVE, str(tmp_path / "model"),
                              "what is the city ?", context], env=ENV, capture_output=True,
                             text=True, timeout=300)
