@@ -153,3 +153,31 @@ def test_a_mask_with_gaps_keeps_every_used_position():
     batch["input_mask"][1, 20] = 1  # a position past the first 16 in use
     cut = trim_padding({k: tf.constant(v) for k, v in batch.items()})
     assert cut["input_mask"].shape == (2, 32)
+
+
+def test_tagging_batches_are_cut_and_the_weighted_token_loss_is_unchanged():
+    from modeling import BertTokenClassifier
+    from training.task import array_dataset_fn
+
+    rng = np.random.default_rng(3)
+    lengths = [4, 9, 3, 7, 5, 6, 2, 8]
+    arrays = _batch(lengths)
+    arrays.pop("label_ids")
+    arrays["label_ids"] = rng.integers(0, 5, arrays["input_ids"].shape).astype(np.int32)
+    arrays["label_weights"] = arrays["input_mask"].astype(np.float32)
+    arrays["label_weights"][:, 0] = 0.0  # [CLS] is not labelled
+    model = BertTokenClassifier(BertConfig(**TINY_CONFIG), 5)
+
+    def weighted_loss(batch):
+        logits = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                       training=False)["logits"]
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], logits)
+        return float(tf.reduce_sum(xent * batch["label_weights"]))
+
+    context = tf.distribute.InputContext()
+    full = next(iter(array_dataset_fn(arrays, 4, seed=1)(context, 0)))
+    cut = next(iter(array_dataset_fn(arrays, 4, seed=1, pad_to_longest=True)(context, 0)))
+    assert full["input_ids"].shape == (4, MAX_LEN) and cut["input_ids"].shape == (4, 16)
+    assert cut["label_ids"].shape == cut["label_weights"].shape == (4, 16)
+    np.testing.assert_array_equal(cut["label_ids"], full["label_ids"][:, :16])
+    np.testing.assert_allclose(weighted_loss(cut), weighted_loss(full), rtol=1e-5)

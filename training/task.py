@@ -166,16 +166,21 @@ def steps_for_epochs(num_examples, global_batch_size, num_train_epochs,
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def array_dataset_fn(arrays, global_batch_size, seed):
+def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False):
     """`TrainInput.dataset_fn` over in-memory feature arrays: sharded per input
-    pipeline, repeated, shuffled with `seed`, full batches."""
+    pipeline, repeated, shuffled with `seed`, full batches; with `pad_to_longest`, each
+    cut to its longest sequence (`trim_padding`: only for losses that padding does not
+    enter)."""
     def dataset_fn(context, skip_batches):
         dataset = tf.data.Dataset.from_tensor_slices(arrays)
         if context.num_input_pipelines > 1:
             dataset = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
         batch = context.get_per_replica_batch_size(global_batch_size)
-        return dataset.repeat().shuffle(10000, seed=seed).batch(
-            batch, drop_remainder=True).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.repeat().shuffle(10000, seed=seed).batch(
+            batch, drop_remainder=True).skip(skip_batches)
+        if pad_to_longest:
+            dataset = dataset.map(trim_padding, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 

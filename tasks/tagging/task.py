@@ -26,7 +26,7 @@ from tasks.tagging.export import export_tagging
 from training import loop
 from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
-                           steps_for_epochs, token_count)
+                           static_shapes_needed, steps_for_epochs, token_count)
 
 LABEL_LIST = "label_list.txt"
 
@@ -126,8 +126,11 @@ class TaggingTask(Task):
         steps, warmup = steps_for_epochs(len(windows), global_batch_size,
                                          c.num_train_epochs, c.warmup_proportion)
         arrays = {k: v for k, v in arrays.items() if k != "predict_weights"}
-        return TrainInput(array_dataset_fn(arrays, global_batch_size, seed), steps, warmup,
-                          len(windows))
+        # The loss weighs only labelled positions, so batches are cut to their longest
+        # sequence (not on TPUs): the same loss for less compute.
+        return TrainInput(array_dataset_fn(arrays, global_batch_size, seed,
+                                           pad_to_longest=not static_shapes_needed()),
+                          steps, warmup, len(windows))
 
     def normalizers(self, batch):
         return {"labelled": tf.reduce_sum(batch["label_weights"])}
