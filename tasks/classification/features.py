@@ -183,15 +183,16 @@ BUCKET_WINDOW = 50
 
 def _length_grouped_batches(records, batch_size, parse):
     """Serialized examples (a shuffled, infinite stream) -> full batches of similar
-    lengths, parsed by `parse`: each window of `BUCKET_WINDOW` batches' worth of examples is sorted by
-    length, cut into batches, and the batches are shuffled (deterministically)."""
+    lengths, parsed by `parse`: each window of `BUCKET_WINDOW` batches' worth of examples
+    is sorted by length and cut into batches, and the batches are shuffled
+    (deterministically)."""
     window = BUCKET_WINDOW * batch_size
 
     def regroup(group):
         lengths = tf.reduce_sum(group["input_mask"], axis=1)
         order = tf.argsort(lengths, stable=True)
-        batches = {k: tf.reshape(tf.gather(v, order),
-                                 tf.concat([[BUCKET_WINDOW, batch_size], tf.shape(v)[1:]], 0))
+        batches = {k: tf.reshape(tf.gather(v, order), tf.concat(
+                       [[BUCKET_WINDOW, batch_size], tf.shape(v)[1:]], 0))
                    for k, v in group.items()}
         # Batch order within the window: a fixed permutation by the window's content.
         shuffle = tf.argsort(tf.random.stateless_uniform(
