@@ -39,6 +39,7 @@ FLAGS = flags.FLAGS
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "demo", "corpus.txt")
 SENTIMENT = os.path.join(HERE, "demo", "sentiment")
+UNSEEN = "The films were wonderfully clever."
 
 
 def stage(number, title):
@@ -60,8 +61,9 @@ def learn_vocabulary(out, lines, sentiment_text):
     tokens = vocabulary.learn_vocabulary(lines + sentiment_text, FLAGS.vocab_size)
     vocab_file = os.path.join(out, "vocab.txt")
     vocabulary.write_vocabulary(tokens, vocab_file)
-    print(f"    learned {len(tokens)} WordPiece tokens from "
-          f"{len(lines) + len(sentiment_text)} sentences -> {vocab_file}")
+    suffixes = sum(t.startswith(vocabulary.JOINER) for t in tokens)
+    print(f"    learned {len(tokens)} WordPiece tokens ({suffixes} of them '##' suffix "
+          f"pieces) from {len(lines) + len(sentiment_text)} sentences -> {vocab_file}")
     return vocab_file, len(tokens)
 
 
@@ -77,6 +79,8 @@ def compare_tokenizers(vocab_file, lines):
     graph_ids = graph_tokenizer.tokenize(tf.constant(lines)).to_list()
     agree = sum(a == b for a, b in zip(python_ids, graph_ids))
     print(f"    {lines[10]!r}\n    -> {tokenizer.tokenize(lines[10])}")
+    print(f"    {UNSEEN!r} (words not in the corpus: split into pieces)\n"
+          f"    -> {tokenizer.tokenize(UNSEEN)}")
     print(f"    Python and tensorflow-text tokenizers agree on {agree}/{len(lines)} "
           f"sentences")
     if agree != len(lines):

@@ -3,7 +3,7 @@
 Pipeline position: text -> **vocab.txt** -> create_pretraining_data -> ... Needed when
 pre-training for a new language or domain. Words are split exactly as the tokenizers will
 split them (cleaning, CJK characters, lower-casing and accents, punctuation); tensorflow-
-text's WordPiece learner chooses the pieces. The result has the released vocabularies'
+text's WordPiece learner chooses the pieces, "##" suffix pieces included. The result has the released vocabularies'
 layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK], then the learned pieces.
 
     python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
@@ -24,8 +24,8 @@ flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case and strip accents (uncased model); False for a cased model.")
 flags.DEFINE_integer("num_unused", 99, "Number of [unusedN] slots before [UNK] (99 puts "
                      "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
-flags.DEFINE_integer("lower_thresh", 10, "Lowest word count the learner considers; lower "
-                     "it for small corpora.")
+flags.DEFINE_integer("lower_thresh", 1, "Lowest count a learned piece may have (the "
+                     "count threshold that gives --vocab_size is searched for above it).")
 flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size limit: the most frequent "
                      "characters are kept. Raise it for CJK (e.g. 20000).")
 
@@ -46,11 +46,19 @@ def main(_):
         raise ValueError(f"{', '.join(files)}: no words in the input files.")
     print(f"{len(counts):,} distinct words, {sum(counts.values()):,} in all; learning "
           f"{FLAGS.vocab_size:,} pieces...", file=sys.stderr)
+    def report(threshold, size, seconds):
+        print(f"  pieces seen {threshold:,}+ times: {size:,} tokens ({seconds:.1f} s)",
+              file=sys.stderr, flush=True)
+
     tokens = vocabulary.learn_from_counts(counts, FLAGS.vocab_size, FLAGS.num_unused,
-                                          FLAGS.lower_thresh, FLAGS.max_unique_chars)
+                                          FLAGS.lower_thresh, FLAGS.max_unique_chars,
+                                          report=report)
     vocabulary.write_vocabulary(tokens, FLAGS.output_file)
-    print(f"Wrote {len(tokens):,} tokens to {FLAGS.output_file} in "
-          f"{time.time() - start:.1f} s.", file=sys.stderr)
+    suffixes = sum(t.startswith(vocabulary.JOINER) for t in tokens)
+    short = "" if len(tokens) == FLAGS.vocab_size else (
+        f" (of {FLAGS.vocab_size:,} asked for: the corpus holds no more pieces)")
+    print(f"Wrote {len(tokens):,} tokens{short}, {suffixes:,} of them '##' suffix pieces, "
+          f"to {FLAGS.output_file} in {time.time() - start:.1f} s.", file=sys.stderr)
 
 
 if __name__ == "__main__":

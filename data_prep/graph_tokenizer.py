@@ -126,7 +126,7 @@ def _compute_character_classes():
             whitespace.append(cp)
         elif ch.isspace():  # kept by cleaning, but Python's str.split splits on it
             splits.append(cp)
-        if tokenization._is_punctuation(ch):
+        if tokenization.is_punctuation(ch):
             punctuation.append(cp)
         if cat == "Mn":
             marks.append(cp)

@@ -40,7 +40,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.start = self._last = time.time()
         self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._drawn = False
+        self._drawn = None  # the counts last drawn
 
     def update(self, **increments):
         for name, n in increments.items():
@@ -67,9 +67,12 @@ class Progress:
         else:
             self.stream.write(self.line() + "\n")
         self.stream.flush()
-        self._drawn = True
+        self._drawn = dict(self.counts)
 
     def close(self):
-        """The final line, for a job that has shown progress (or when it ran so long)."""
+        """The final line, for a job that has shown progress (or when it ran so long),
+        unless the last line written (not on a terminal) already holds the final counts."""
+        if self._drawn == self.counts and not self._tty:
+            return
         if self._drawn or time.time() - self.start >= self.interval:
             self._draw(final=True)

@@ -91,7 +91,26 @@ def load_vocab(vocab_file):
     if last_token == 0:
         raise VocabularyError(f"{vocab_file}: the vocabulary is empty; it needs one token "
                               f"per line, e.g. [PAD], [UNK], [CLS], [SEP], [MASK], ...")
+    _warn_if_without_suffix_pieces(vocab_file, vocab)
     return vocab
+
+
+# A WordPiece vocabulary this large always has "##" pieces (30,522-token English ones:
+# 5,828); build_vocab before it learned them made vocabularies without.
+_SUFFIX_PIECES_EXPECTED_ABOVE = 3000
+_warned_without_suffix_pieces = set()
+
+
+def _warn_if_without_suffix_pieces(vocab_file, vocab):
+    if len(vocab) <= _SUFFIX_PIECES_EXPECTED_ABOVE or vocab_file in \
+            _warned_without_suffix_pieces or any(t.startswith("##") for t in vocab):
+        return
+    _warned_without_suffix_pieces.add(vocab_file)
+    logging.warning(
+        "%s: none of its %d tokens is a '##' suffix piece, so every word it does not hold "
+        "whole becomes [UNK]. build_vocab made such vocabularies before it learned suffix "
+        "pieces: learn this one again with build_vocab (and pre-train on it), unless it "
+        "is meant to be one of whole words or characters.", vocab_file, len(vocab))
 
 
 def _some(numbers, limit=5):
@@ -116,7 +135,7 @@ def _is_control(char):
     return unicodedata.category(char) in ("Cc", "Cf")
 
 
-def _is_punctuation(char):
+def is_punctuation(char):
     cp = ord(char)
     # ASCII non-letter/number symbols such as "^", "$" and "`" are not Unicode category P,
     # but the original treats them as punctuation for consistency.
@@ -125,7 +144,7 @@ def _is_punctuation(char):
     return unicodedata.category(char).startswith("P")
 
 
-def _is_cjk(cp):
+def is_cjk(cp):
     return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
@@ -160,7 +179,7 @@ class BasicTokenizer:
         """"a,b" -> ["a", ",", "b"]: each punctuation character alone."""
         output, start_new = [], True
         for char in text:
-            if _is_punctuation(char):
+            if is_punctuation(char):
                 output.append([char])
                 start_new = True
             else:
@@ -175,7 +194,7 @@ class BasicTokenizer:
         """"中文ab" -> " 中  文 ab"."""
         out = []
         for char in text:
-            if _is_cjk(ord(char)):
+            if is_cjk(ord(char)):
                 out.extend((" ", char, " "))
             else:
                 out.append(char)

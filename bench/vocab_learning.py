@@ -1,0 +1,129 @@
+"""Benchmark: the vocabulary `build_vocab` learns against Hugging Face's WordPiece trainer.
+
+Both learn from the same words (this project's basic tokenizer: cleaning, CJK splitting,
+punctuation, casing), with the same reserved tokens ([PAD], [unused0..98], [UNK], [CLS],
+[SEP], [MASK]) and the same total size; then this project's `FullTokenizer` (the
+original's algorithm) tokenizes held-out text of the same kind with each vocabulary.
+Reported per vocabulary: tokens, share of "##" suffix pieces, [UNK] share of the held-out
+tokens, pieces per held-out word (fewer is better), learning time.
+
+Corpora:
+  wikitext2  learn on WikiText-2 valid, hold out WikiText-2 test (English, uncased)
+  jawiki     the jawiki sample extracted as extract_wikipedia does; even articles learn,
+             odd articles are held out (Japanese, cased: uncased strips dakuten)
+
+    pip install -r bench/requirements.txt   # tokenizers comes with transformers
+    python bench/vocab_learning.py --shared_dir=../shared/data [--sizes=4000,8000,16000]
+"""
+
+import argparse
+import bz2
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def wikitext2(shared_dir):
+    folder = os.path.join(shared_dir, "wikitext", "wikitext-2")
+
+    def read(name):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            return [line.strip() for line in f if line.strip()]
+    return read("valid.txt"), read("test.txt"), True
+
+
+def jawiki(shared_dir):
+    from data_prep.extract_wikipedia import iter_articles
+    from data_prep.wikitext_cleaning import article_sentences
+
+    stats = {"pages": 0, "redirects": 0, "other_namespaces": 0, "dbname": ""}
+    learn, held_out = [], []
+    path = os.path.join(shared_dir, "wiki", "jawiki-sample.xml.bz2")
+    for i, (_, text) in enumerate(iter_articles(path, stats)):
+        (learn if i % 2 == 0 else held_out).extend(article_sentences((text, "ja")))
+    return learn, held_out, False
+
+
+def evaluate(tokens, held_out, do_lower_case):
+    from data_prep.tokenization import BasicTokenizer, FullTokenizer
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False,
+                                     encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokens))
+    tokenizer = FullTokenizer(f.name, do_lower_case)
+    os.unlink(f.name)
+    words = pieces = unknown = 0
+    basic = BasicTokenizer(do_lower_case)
+    for line in held_out:
+        words += len(basic.tokenize(line))
+        out = tokenizer.tokenize(line)
+        pieces += len(out)
+        unknown += out.count("[UNK]")
+    return {"tokens": len(tokens),
+            "suffix": sum(t.startswith("##") for t in tokens) / len(tokens),
+            "unk": unknown / pieces, "unk_count": unknown,
+            "pieces_per_word": pieces / words}
+
+
+def learn_hf(counts, size, reserved, do_lower_case):
+    """Hugging Face's WordPiece trainer (BertWordPieceTokenizer's defaults: min_frequency
+    2, limit_alphabet 1000) on the same words and counts."""
+    from tokenizers import BertWordPieceTokenizer
+
+    hf = BertWordPieceTokenizer(lowercase=do_lower_case, strip_accents=do_lower_case)
+
+    def lines():  # each word as often as it was counted, in lines of about 1,000 words
+        batch = []
+        for word, count in counts.items():
+            batch.extend([word] * count)
+            if len(batch) >= 1000:
+                yield " ".join(batch)
+                batch = []
+        if batch:
+            yield " ".join(batch)
+
+    hf.train_from_iterator(lines(), vocab_size=size, special_tokens=list(reserved),
+                           show_progress=False)
+    return [t for t, _ in sorted(hf.get_vocab().items(), key=lambda item: item[1])]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared_dir", required=True)
+    parser.add_argument("--corpora", default="wikitext2,jawiki")
+    parser.add_argument("--sizes", default="4000,8000,16000")
+    args = parser.parse_args()
+    from data_prep import quiet
+    quiet.quiet_tensorflow_start()
+    from data_prep import vocabulary
+
+    reserved = vocabulary.reserved_tokens()
+    print("| corpus | size asked | learner | tokens | ## pieces | [UNK] of held-out tokens "
+          "| pieces per word | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.corpora.split(","):
+        learn, held_out, do_lower_case = {"wikitext2": wikitext2, "jawiki": jawiki}[name](
+            args.shared_dir)
+        counts = vocabulary.count_words(learn, do_lower_case)
+        print(f"<!-- {name}: {len(learn):,} lines, {len(counts):,} distinct words to learn "
+              f"from; {len(held_out):,} held-out lines -->")
+        for size in [int(s) for s in args.sizes.split(",")]:
+            for learner in ("ours", "hf"):
+                start = time.perf_counter()
+                if learner == "ours":
+                    tokens = vocabulary.learn_from_counts(counts, size)
+                else:
+                    tokens = learn_hf(counts, size, reserved, do_lower_case)
+                seconds = time.perf_counter() - start
+                r = evaluate(tokens, held_out, do_lower_case)
+                print(f"| {name} | {size:,} | {learner} | {r['tokens']:,} | "
+                      f"{r['suffix']:.1%} | {r['unk']:.3%} ({r['unk_count']:,}) | "
+                      f"{r['pieces_per_word']:.3f} | {seconds:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Learned vocabularies: the released layout, "##" suffix pieces that split unseen words,
+[UNK] only where a character was never seen, the size asked for when the corpus allows it,
+and a warning for vocabularies learned without suffix pieces."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from data_prep import vocabulary
+from data_prep.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
+
+STEMS = ["walk", "talk", "jump", "play", "look", "cook", "help", "work"]
+ENDINGS = ["", "s", "ed", "ing", "er"]
+
+
+def _tokenizer(tokens, tmp_path, do_lower_case=True):
+    path = str(tmp_path / "vocab.txt")
+    vocabulary.write_vocabulary(tokens, path)
+    return FullTokenizer(path, do_lower_case=do_lower_case)
+
+
+def _made_up_words(rng, n):
+    """Words of two or three syllables, Zipf-distributed like a language's words."""
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.choice([2, 3])))
+                    for _ in range(n)})
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    rng.shuffle(words)
+    return words, weights
+
+
+def test_learned_vocabulary_layout_and_coverage(tmp_path):
+    lines = ["The cats sat on the mats.", "Unbelievable things happen, said the cat!",
+             "Naïve CAFÉ owners sat.", "東京 東京"] * 5
+    tokens = vocabulary.learn_vocabulary(lines, vocab_size=200)
+    assert len(tokens) <= 200 and len(set(tokens)) == len(tokens)
+    # The released English vocabularies' special ids.
+    assert tokens[0] == "[PAD]" and tokens[1] == "[unused0]" and tokens[99] == "[unused98]"
+    assert tokens[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer = _tokenizer(tokens, tmp_path)
+    for line in lines:  # every word of the training text is covered, none is [UNK]
+        assert "[UNK]" not in tokenizer.tokenize(line), line
+    assert "naive" in tokenizer.vocab or "##ive" in tokenizer.vocab  # accents stripped
+
+
+def test_unseen_words_split_into_a_stem_and_a_learned_ending(tmp_path):
+    """Hand-checked: three stem+ending words are left out of a corpus of the other 37;
+    each of their stems and endings occurs in it. With room for 26 learned pieces (170 less
+    104 reserved, 20 letters and their 20 "##" forms) the vocabulary holds those stems and
+    "##ed", "##ing", "##er", not all 37 words whole."""
+    held_out = {"jumped", "cooking", "helper"}
+    words = [s + e for s in STEMS for e in ENDINGS if s + e not in held_out]
+    tokens = vocabulary.learn_vocabulary([" ".join(words)] * 3, vocab_size=170)
+    assert len(tokens) == 170
+    assert {"##ed", "##ing", "##er"} <= set(tokens)
+    tokenizer = _tokenizer(tokens, tmp_path)
+    assert tokenizer.tokenize("Jumped cooking helper") == [
+        "jump", "##ed", "cook", "##ing", "help", "##er"]
+
+
+def test_size_as_asked_with_suffix_pieces_and_unknown_only_for_unseen_characters(tmp_path):
+    rng = random.Random(7)
+    words, weights = _made_up_words(rng, 3000)
+    corpus = [" ".join(rng.choices(words, weights, k=12)) for _ in range(3000)]
+    held_out = [" ".join(rng.choices(words, weights, k=12)) for _ in range(300)]
+    held_out.append("bazuki quxo bádo")  # q, x and á were never seen (á stays: cased)
+    tokens = vocabulary.learn_vocabulary(corpus, vocab_size=600, do_lower_case=False)
+    assert len(tokens) == 600 and len(set(tokens)) == 600  # the corpus holds more
+    suffixes = [t for t in tokens if t.startswith("##")]
+    assert len(suffixes) > 60, len(suffixes)
+    tokenizer = _tokenizer(tokens, tmp_path, do_lower_case=False)
+    seen = set("".join(corpus))
+    basic = BasicTokenizer(do_lower_case=False)
+    for line in held_out:
+        got = tokenizer.tokenize(line)
+        expected_unknown = sum(any(c not in seen for c in w) for w in basic.tokenize(line))
+        assert got.count("[UNK]") == expected_unknown, (line, got)
+    pieces = sum(len(tokenizer.tokenize(line)) for line in held_out[:-1])
+    multi = sum(len(basic.tokenize(line)) for line in held_out[:-1])
+    assert pieces < 2 * multi  # words split into a few pieces, not into letters
+
+
+def test_small_corpus_gives_what_it_holds(tmp_path):
+    words = [s + e for s in STEMS for e in ENDINGS]
+    tokens = vocabulary.learn_vocabulary([" ".join(words)] * 3, vocab_size=30522)
+    assert len(tokens) < 400 and set(words) <= set(tokens)
+
+
+def test_no_suffix_form_of_characters_that_are_always_words_of_their_own():
+    lines = ["東京は大きい。京都も!", "tokyo, kyoto; osaka."] * 4
+    tokens = vocabulary.learn_vocabulary(lines, vocab_size=400, do_lower_case=False)
+    for token in tokens:
+        if token.startswith("##") and len(token) == 3:
+            assert not (is_cjk(ord(token[2])) or is_punctuation(token[2])), token
+    assert "東" in tokens and "##い" in tokens and "##o" in tokens
+
+
+def test_too_small_for_the_alphabet_is_a_clear_error():
+    with pytest.raises(ValueError, match="too small for the corpus's alphabet"):
+        vocabulary.learn_vocabulary(["abcdefghijklmnopqrstuvwxyz"] * 3, vocab_size=120)
+
+
+def test_vocabulary_without_suffix_pieces_is_reported_when_loaded(tmp_path):
+    big_old = tmp_path / "old_vocab.txt"
+    big_old.write_text("".join(f"word{i}\n" for i in range(5000)), encoding="utf-8")
+    small = tmp_path / "small_vocab.txt"
+    small.write_text("".join(f"word{i}\n" for i in range(500)), encoding="utf-8")
+    with_pieces = tmp_path / "new_vocab.txt"
+    with_pieces.write_text("".join(f"word{i}\n" for i in range(5000)) + "##s\n",
+                           encoding="utf-8")
+    code = ("import sys; from data_prep.tokenization import load_vocab\n"
+            "for path in sys.argv[1:]: load_vocab(path); load_vocab(path)\n")
+    result = subprocess.run([sys.executable, "-c", code, str(big_old), str(small),
+                             str(with_pieces)], capture_output=True, text=True, check=True)
+    warnings = [line for line in result.stderr.splitlines() if "suffix piece" in line]
+    assert len(warnings) == 1 and "old_vocab.txt: none of its 5000 tokens" in warnings[0]
