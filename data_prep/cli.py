@@ -9,7 +9,9 @@ Quiet console: TensorFlow's C++ start-up lines (written before its logging is se
 no threshold hides them) are kept off the console by importing TensorFlow with the
 process's stderr pointed at a buffer, and TensorFlow and Keras's own INFO lines are kept
 out of the console; the script's lines, and every warning, stay. Everything goes to the
-run's log file, `<output_dir>/log.txt`, for scripts with an `--output_dir`. Setting
+run's log file, `<output_dir>/log.txt`, for scripts with an `--output_dir` (beside the
+folder, `<output_dir>.log`, for tools whose output folder holds data: extracted documents,
+a Hugging Face model folder). Setting
 `TF_CPP_MIN_LOG_LEVEL` turns the start-up capture off; `--alsologtostderr` (or a higher
 `--verbosity`) shows the libraries' INFO lines again.
 
@@ -97,10 +99,18 @@ def quiet_console():
         logging.get_absl_handler().setLevel(python_logging.WARNING)
 
 
+_log_beside_output = False  # set by `run` for tools whose --output_dir holds data only
+
+
 def _log_file_of(values):
+    """`<output_dir>/log.txt`; for a tool whose output folder must hold its data only
+    (documents, a Hugging Face model folder), `<output_dir>.log` beside it."""
     if "output_dir" in values and values["output_dir"].value and \
             "://" not in str(values["output_dir"].value):
-        return os.path.join(values["output_dir"].value, LOG_FILE)
+        output_dir = values["output_dir"].value
+        if _log_beside_output:
+            return os.path.normpath(os.path.abspath(output_dir)) + ".log"
+        return os.path.join(output_dir, LOG_FILE)
     return None
 
 
@@ -183,6 +193,9 @@ def _guarded(main, argv):
         sys.exit(1)
 
 
-def run(main):
-    """`absl.app.run(main)` inside the error boundary."""
+def run(main, log_beside_output=False):
+    """`absl.app.run(main)` inside the error boundary. `log_beside_output`: the log goes
+    to `<output_dir>.log`, not into the folder (whose files are all data)."""
+    global _log_beside_output
+    _log_beside_output = log_beside_output
     app.run(functools.partial(_guarded, main))

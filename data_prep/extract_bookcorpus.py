@@ -86,4 +86,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_dir", "output_dir"])
-    cli.run(main)
+    cli.run(main, log_beside_output=True)

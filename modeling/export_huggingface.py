@@ -265,4 +265,4 @@ if __name__ == "__main__":
     from data_prep import cli
 
     _define_flags()
-    cli.run(main)
+    cli.run(main, log_beside_output=True)

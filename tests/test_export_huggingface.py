@@ -112,6 +112,7 @@ def test_cli_from_a_google_checkpoint(tiny_config_dict, tmp_path):
         capture_output=True, text=True, cwd=ROOT,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "log.txt" not in os.listdir(tmp_path / "hf") and (tmp_path / "hf.log").exists()
     model = _load(transformers.AutoModel, str(tmp_path / "hf"))
     ids = np.array([[2, 7, 9, 11, 3, 12, 13, 3]], np.int32)
     inputs = {"input_ids": ids, "input_mask": np.ones_like(ids),

@@ -88,7 +88,10 @@ def test_extract_wikipedia_end_to_end(tmp_path):
                                           "and writer."
     assert documents[1] == "The second article has one sentence only."
     assert "Talk page" not in text and "list item" not in text and "1815" not in text
-    assert not [p for p in os.listdir(out) if p.startswith(".tmp")]
+    # The output folder holds the documents only (a 'docs/*' glob reads nothing else);
+    # the run's log is beside it.
+    assert os.listdir(out) == ["wiki-00000-of-00001.txt"]
+    assert "extract_wikipedia" in (tmp_path / "docs.log").read_text()
 
 
 def test_extract_wikipedia_bad_dump(tmp_path):
@@ -116,6 +119,7 @@ def test_extract_bookcorpus(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 empty books skipped" in result.stderr and "1 bytes that were not UTF-8" in \
         result.stderr
+    assert os.listdir(out) == ["books-00000-of-00001.txt"] and (tmp_path / "out.log").exists()
     docs = (out / "books-00000-of-00001.txt").read_text().strip().split("\n\n")
     assert docs == ["Chapter One\nIt was a dark night.\nThe rain fell.\nShe said: \"Go home.\""
                     "\nHe went.", "Another book.\nWith a bad byte here."]
