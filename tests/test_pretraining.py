@@ -11,7 +11,8 @@ import tensorflow as tf
 from tasks.pretraining.input import pretraining_dataset
 from modeling import BertConfig, BertPretrainer
 from pretraining_data import TINY_TRAINING_CONFIG, write_records
-from training.loop import Trainer, TrainingDivergedError
+from training import metrics_log
+from training.loop import Trainer, TrainingDivergedError, log_interval
 from training.optimizers import _PreReducedGradients, create_optimizer
 from tasks.pretraining import PretrainingTask
 
@@ -90,6 +91,31 @@ def test_training_brings_the_loss_well_below_its_start(records, tmp_path):
     assert last["learning_rate"] == 0.0
     assert os.path.exists(tmp_path / "ckpt-200.index")
     assert any(name.startswith("events.out") for name in os.listdir(tmp_path / "train"))
+
+
+def test_a_short_run_logs_its_progress_all_along(records, tmp_path):
+    """Fewer steps than --log_steps: progress still comes about ten times, not only at the
+    end (a 75-step run was silent for minutes)."""
+    model = _model()
+    optimizer = create_optimizer(model, 1e-3, 15, 2)
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(), optimizer,
+                      str(tmp_path))
+    logged = []
+    trainer.train(_train_fn(records), 15, steps_per_loop=1000, save_checkpoints_steps=1000,
+                  log_steps=100, hooks=[lambda step, logs: logged.append(step)])
+    assert logged == [2, 4, 6, 8, 10, 12, 14, 15]
+    events = [e for e in metrics_log.read(str(tmp_path / "metrics.jsonl"))
+              if e["event"] == "train"]
+    assert [e["step"] for e in events] == logged and events[0]["eta_seconds"] > 0
+
+
+def test_log_interval():
+    assert log_interval(100, 75) == 8  # a short run: about ten lines
+    assert log_interval(100, 3) == 1
+    assert log_interval(100, 1_000_000) == 100  # a long one: as asked
+    assert log_interval(100, 1_000_000, seconds_per_step=4.0) == 15  # a line a minute
+    assert log_interval(100, 1_000_000, seconds_per_step=120.0) == 1
+    assert log_interval(0, 75) == 0  # no log steps: a line per loop, as before
 
 
 def _one_sgd_step(model, batch_fn, accumulation):

@@ -92,7 +92,8 @@ class TrainerConfig:
         save_checkpoints_steps: int. Defaults to 1000.
         iterations_per_loop: int. Steps run on the device per call from the host.
             Defaults to 1000.
-        log_steps: int. Log and summary interval. Defaults to 100.
+        log_steps: int. Log and summary interval (shortened for short runs and slow
+            steps: `training.loop.log_interval`). Defaults to 100.
         keep_checkpoint_max: int. Training checkpoints kept. Defaults to 5.
     """
     output_dir: str

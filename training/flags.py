@@ -35,7 +35,9 @@ def define_common_flags():
                      "Steps run on the device per call from the host (also "
                      "--steps_per_loop).")
     f.DEFINE_alias("steps_per_loop", "iterations_per_loop")
-    f.DEFINE_integer("log_steps", 100, "Log and write summaries every N steps.")
+    f.DEFINE_integer("log_steps", 100, "Log and write summaries every N steps (more often "
+                     "for a run of fewer than 10 x N steps, or when N steps take over a "
+                     "minute).")
     f.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
     f.DEFINE_enum("distribution_strategy", "one_device", list(distribution.STRATEGIES),
                   "How to spread training over devices and machines (multi_worker_mirrored "

@@ -17,7 +17,8 @@ steps without returning to Python:
 A non-finite loss ends the loop at once; `train` then raises `TrainingDivergedError` naming
 the step, without saving, so the last checkpoint is the last good one.
 
-Between loops, on the host: a log line (loss, learning rate, gradient norm, sequences/s,
+Between loops, on the host (every `log_steps`, or more often for a short run or slow
+steps: `log_interval`): a log line (loss, learning rate, gradient norm, sequences/s,
 tokens/s, time left), the same as a JSON line in `model_dir/metrics.jsonl`
 (`training.metrics_log`), TensorBoard summaries in `model_dir/train`, and a checkpoint
 every `save_checkpoints_steps` (see `training.checkpointing`). Rerunning the same command
@@ -25,6 +26,7 @@ restores the newest checkpoint, data position included, and stops at the same st
 """
 
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -50,6 +52,24 @@ def write_scalar(name, value):
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = "scalars"
     tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=metadata)
+
+
+# Progress reaches the log at least this often, and at least this many times a run.
+MAX_SECONDS_BETWEEN_LOGS = 60
+MIN_LOGS_PER_RUN = 10
+
+
+def log_interval(log_steps, steps_in_run, seconds_per_step=None):
+    """Steps between log lines: `log_steps`, shortened for a run too short to reach it
+    `MIN_LOGS_PER_RUN` times (a 75-step run logs every 8 steps, not once at the end) and
+    for steps so slow that `log_steps` of them take over `MAX_SECONDS_BETWEEN_LOGS`. 0
+    (no log steps: a line per loop) stays 0."""
+    if not log_steps:
+        return 0
+    every = min(log_steps, max(1, math.ceil(steps_in_run / MIN_LOGS_PER_RUN)))
+    if seconds_per_step:
+        every = min(every, max(1, int(MAX_SECONDS_BETWEEN_LOGS / seconds_per_step)))
+    return every
 
 
 class TrainingDivergedError(RuntimeError):
@@ -248,12 +268,14 @@ class Trainer:
         logging.info("Training from step %d to %d.", step, num_train_steps)
         self._metrics = metrics_log.MetricsLog(self.model_dir) if is_chief(strategy) else None
         self._started = (time.perf_counter(), step)
+        steps_in_run = num_train_steps - step
+        log_every = log_interval(log_steps, steps_in_run)
         logs = {}
         while step < num_train_steps:
             boundaries = [num_train_steps, step + steps_per_loop,
                           (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
-            if log_steps:
-                boundaries.append((step // log_steps + 1) * log_steps)
+            if log_every:
+                boundaries.append((step // log_every + 1) * log_every)
             num_steps = min(boundaries) - step
             start = time.perf_counter()
             with explained_input_errors(self.task):
@@ -268,6 +290,7 @@ class Trainer:
                     f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, check "
                     f"the input data, or use --dtype=float32.")
             done = int(out["steps"])
+            log_every = log_interval(log_steps, steps_in_run, elapsed / done)
             logs = {"loss": out["loss_sum"] / done,
                     "learning_rate": _learning_rate(self.optimizer),
                     "gradient_norm": out["grad_norm_sum"] / done}
