@@ -19,6 +19,7 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 from absl import app, flags, logging
 
 from data_prep import cli, file_io
+from training.flags import require_flags
 
 flags.DEFINE_enum("task_type", "classification",
                   ["classification", "squad", "tagging", "encoder", "preprocessor",
@@ -65,11 +66,8 @@ def _labels():
 
 
 def main(_):
-    required = ("vocab_file", "export_dir") + (
-        () if FLAGS.task_type == "preprocessor" else ("bert_config_file", "init_checkpoint"))
-    for name in required:
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required.")
+    require_flags(FLAGS, ("vocab_file", "export_dir") + (
+        () if FLAGS.task_type == "preprocessor" else ("bert_config_file", "init_checkpoint")))
     import modeling
     from tasks import canonical_name
 

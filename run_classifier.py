@@ -56,9 +56,9 @@ def main(_):
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
-    task = ClassificationTask(training_flags.config_from_flags(ClassificationConfig, FLAGS))
-    runner.run(task, training_flags.config_from_flags(TrainerConfig, FLAGS),
-               training_flags.config_from_flags(RuntimeConfig, FLAGS),
+    task_config, trainer, runtime = training_flags.configs_from_flags(
+        FLAGS, ClassificationConfig, TrainerConfig, RuntimeConfig)
+    runner.run(ClassificationTask(task_config), trainer, runtime,
                do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 

@@ -58,9 +58,9 @@ def main(_):
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
-    task = TaggingTask(training_flags.config_from_flags(TaggingConfig, FLAGS))
-    runner.run(task, training_flags.config_from_flags(TrainerConfig, FLAGS),
-               training_flags.config_from_flags(RuntimeConfig, FLAGS),
+    task_config, trainer, runtime = training_flags.configs_from_flags(
+        FLAGS, TaggingConfig, TrainerConfig, RuntimeConfig)
+    runner.run(TaggingTask(task_config), trainer, runtime,
                do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 

@@ -37,9 +37,9 @@ def main(_):
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
-    task = PretrainingTask(training_flags.config_from_flags(PretrainingConfig, FLAGS))
-    runner.run(task, training_flags.config_from_flags(TrainerConfig, FLAGS),
-               training_flags.config_from_flags(RuntimeConfig, FLAGS),
+    task_config, trainer, runtime = training_flags.configs_from_flags(
+        FLAGS, PretrainingConfig, TrainerConfig, RuntimeConfig)
+    runner.run(PretrainingTask(task_config), trainer, runtime,
                do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
 
 

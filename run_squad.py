@@ -35,6 +35,9 @@ flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: questions may ha
                   "answer.")
 flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer when "
                    "null score - best score exceeds this.")
+flags.DEFINE_bool("train_on_first_answer", False, "Train on the first answer of questions "
+                  "that have several (e.g. a dev file, as Hugging Face does); by default "
+                  "training takes questions with exactly one answer, as the original.")
 flags.DEFINE_bool("verbose_logging", False, "Accepted for compatibility.")
 flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file against "
                   "--predict_file (no model).")
@@ -72,20 +75,22 @@ def main(_):
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
     from tasks.squad import SquadConfig, SquadTask
+    from tasks.squad.data import read_squad_from_text
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
-    task = SquadTask(training_flags.config_from_flags(SquadConfig, FLAGS))
-    runtime = training_flags.config_from_flags(RuntimeConfig, FLAGS)
+    task_config, runtime, *trainer = training_flags.configs_from_flags(
+        FLAGS, SquadConfig, RuntimeConfig, *([TrainerConfig] if stages else []))
+    task = SquadTask(task_config)
     model = None
     if stages:
-        result = runner.run(task, training_flags.config_from_flags(TrainerConfig, FLAGS),
-                            runtime, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-                            do_predict=FLAGS.do_predict)
+        result = runner.run(task, trainer[0], runtime, do_train=FLAGS.do_train,
+                            do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
         if result.predict_results is not None:
             print(json.dumps(result.predict_results))
         model = result.model
     if question is not None:
+        read_squad_from_text(question, FLAGS.context)  # refused before a model is built
         model = model or runner.inference_model(task, FLAGS.output_dir, runtime)
         print(json.dumps(task.answer(model, question, FLAGS.context), ensure_ascii=False))
 

@@ -202,6 +202,13 @@ ERROR_CASES = [
      ["--warmup_proportion=2.0: must be between 0 and 1"], []),
     ("flag_missing_output_dir", lambda w, o: classifier(w, None),
      ["--output_dir is required"], []),
+    ("flag_every_missing_one_named_at_once", lambda w, o: ["export_saved_model.py",
+                                                           "--labels=0,1"],
+     ["--vocab_file, --export_dir, --bert_config_file and --init_checkpoint are required"],
+     []),
+    ("flag_every_missing_training_one_named_at_once", lambda w, o: [
+        "run_classifier.py", "--do_train", "--task_name=SST-2"],
+     ["--bert_config_file, --vocab_file, --data_dir and --output_dir are required"], []),
     ("flag_batch_not_split", lambda w, o: pretraining(
         w, o, train_batch_size=7, gradient_accumulation_steps=2),
      ["--train_batch_size=7", "multiple of 2"], []),
@@ -278,6 +285,14 @@ ERROR_CASES = [
         w, "sq_start.json", (w / "squad.json").read_text().replace(
             '"answer_start": 14', '"answer_start": "x"'))),
      ["sq_start.json", "no usable question", "'skipped_malformed': 8"], []),
+    ("squad_question_without_its_output_layer", lambda w, o: squad(
+        w, None, do_train=False, question="where ?", context="anna lives in paris .",
+        init_checkpoint=w / "ckpt" / "model.ckpt"),
+     ["model.ckpt", "no weights for the squad task's output layer", "cls/squad", "--do_train"],
+     []),
+    ("predict_from_no_weights", lambda w, o: classifier(w, o, do_train=False, do_predict=True),
+     ["No weights to evaluate or predict with", "holds no checkpoint", "--init_checkpoint"],
+     ["test_results.tsv"]),
     ("squad_empty_context", lambda w, o: squad(
         w, None, do_train=False, question="where ?", context=""), ["--context is empty"], []),
     ("squad_eval_without_answers", lambda w, o: squad(

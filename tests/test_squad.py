@@ -47,12 +47,30 @@ def test_reading_counts_what_it_skips(tmp_path):
                                       "moved."]
     assert (examples[0].start_position, examples[0].end_position) == (2, 2)
     assert (examples[1].start_position, examples[1].end_position) == (3, 3)
-    assert counts == {"questions": 6, "skipped_malformed": 3, "skipped_answer_mismatch": 1,
-                      "empty_contexts": 1}
+    assert counts == {"questions": 6, "skipped_malformed": 2, "skipped_answer_mismatch": 1,
+                      "skipped_not_one_answer": 1, "empty_contexts": 1}
     bad = tmp_path / "bad.json"
     bad.write_text('{"data": [')
     with pytest.raises(squad.SquadError, match=r"bad.json: not valid JSON \(line 1"):
         squad.read_squad(str(bad), is_training=False)
+
+
+def test_training_on_a_file_with_several_answers_per_question(tmp_path):
+    """The original trains on questions with exactly one answer; a dev-style file (several
+    per question) is refused with what to do, or trained on its first answers on request."""
+    context = "Born in Ulm in 1879, Einstein moved to Bern."
+    qas = [{"id": "1", "question": "Where?", "answers": [
+               {"text": "Ulm", "answer_start": 8}, {"text": "in Ulm", "answer_start": 5}]},
+           {"id": "2", "question": "To?", "answers": [
+               {"text": "Bern", "answer_start": 39}, {"text": "Bern.", "answer_start": 39}]}]
+    path = _write(tmp_path / "dev.json", [{"paragraphs": [{"context": context, "qas": qas}]}])
+    with pytest.raises(squad.SquadError, match=r"dev.json: no usable question .*exactly one "
+                       r"answer.*2 of the 2 have none or several.*--train_on_first_answer"):
+        squad.read_squad(path, is_training=True)
+    examples, counts = squad.read_squad(path, is_training=True, first_answer=True)
+    assert [(e.orig_answer_text, e.start_position, e.end_position) for e in examples] == [
+        ("Ulm", 2, 2), ("Bern", 8, 8)]  # words: Born in Ulm in 1879, Einstein moved to Bern.
+    assert counts["skipped_not_one_answer"] == 0
 
 
 def test_answer_span_is_refined_inside_the_word(tmp_path):

@@ -3,7 +3,7 @@ and the one place where flags become settings.
 
 Pipeline position: `run_pretraining.py`, `run_classifier.py`, `run_squad.py` and
 `run_ner.py` call `define_common_flags()` (and the fine-tuning scripts
-`define_fine_tuning_flags()`), then `config_from_flags` turns the parsed flags into the
+`define_fine_tuning_flags()`), then `configs_from_flags` turns the parsed flags into the
 frozen configs of `training.config` and the tasks. No library function reads `FLAGS`: a
 Python user builds the same configs directly.
 """
@@ -89,6 +89,26 @@ def define_fine_tuning_flags(do_lower_case=True, predict_batch_size=8):
 def _required(field):
     return (field.default is dataclasses.MISSING and
             field.default_factory is dataclasses.MISSING)
+
+
+def require_flags(flag_values, names):
+    """Raises `app.UsageError` naming every flag of `names` that has no value, all at once
+    (not one per run)."""
+    missing = [name for name in dict.fromkeys(names) if flag_values[name].value in (None, "")]
+    if len(missing) == 1:
+        raise app.UsageError(f"--{missing[0]} is required.")
+    if missing:
+        listed = ", ".join(f"--{name}" for name in missing[:-1]) + f" and --{missing[-1]}"
+        raise app.UsageError(f"{listed} are required.")
+
+
+def configs_from_flags(flag_values, *config_classes):
+    """`config_from_flags` of each class, after checking that no required field of any of
+    them lacks its flag (every missing flag named at once). Returns a tuple."""
+    require_flags(flag_values, [field.name for config_class in config_classes
+                                for field in dataclasses.fields(config_class)
+                                if _required(field) and field.name in flag_values])
+    return tuple(config_from_flags(c, flag_values) for c in config_classes)
 
 
 def config_from_flags(config_class, flag_values, **overrides):

@@ -26,7 +26,7 @@ RECORDED_FLAGS = (
     "input_file", "data_dir", "task_name", "train_file", "bert_config_file", "vocab_file",
     "do_lower_case", "init_checkpoint", "max_seq_length", "max_predictions_per_seq",
     "doc_stride", "long_document", "bucket_by_length", "max_query_length",
-    "version_2_with_negative",
+    "version_2_with_negative", "train_on_first_answer",
     "train_batch_size", "gradient_accumulation_steps", "optimizer", "learning_rate",
     "num_train_steps",
     "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",

@@ -93,7 +93,9 @@ def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=T
     """Builds the task's model under `strategy` and gives it its starting weights: with
     `restore_latest`, the newest checkpoint of `output_dir` (strictly: every weight);
     when there is none, `init_checkpoint` (if any). Training restores its own checkpoint
-    (optimizer state included), so it passes `restore_latest=False`.
+    (optimizer state included), so it passes `restore_latest=False`; its task head may
+    start from random weights. Without training (`restore_latest`), a model whose task
+    head, or whole self, would keep random weights is refused (`ValueError`).
 
     Returns:
         (model, restored): the checkpoint of `output_dir` the weights came from (None if
@@ -102,9 +104,23 @@ def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=T
     with strategy.scope():
         model = task.build_model(bert_config)
     saved = checkpointing.newest_first(output_dir) if output_dir else []
+    init = task.config.init_checkpoint
     if not saved:
-        if task.config.init_checkpoint:  # every encoder weight; a task head may be new
-            load_checkpoint(model, task.config.init_checkpoint, strict="encoder")
+        if init:  # every encoder weight; a task head may be new (for training only)
+            report = load_checkpoint(model, init, strict="encoder")
+            if restore_latest and report.not_filled:
+                raise ValueError(
+                    f"{init}: holds no weights for the {task.name} task's output layer "
+                    f"({', '.join(report.not_filled)}): its answers would come from random "
+                    f"weights. Give a checkpoint fine-tuned on this task (a training run's "
+                    f"--output_dir or its best/model.ckpt), or train first (--do_train).")
+        elif restore_latest:
+            raise ValueError(
+                f"No weights to {'predict' if output_dir is None else 'evaluate or predict'}"
+                f" with: " + (f"--output_dir={output_dir} holds no checkpoint and " if
+                              output_dir else "") +
+                "no --init_checkpoint is given. Train first (--do_train) or give "
+                "--init_checkpoint.")
     elif restore_latest:
         for path in saved:
             try:

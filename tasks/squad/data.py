@@ -56,17 +56,25 @@ def _is_whitespace(c):
     return c in (" ", "\t", "\r", "\n") or ord(c) == 0x202F
 
 
-def read_squad(path, is_training, version_2_with_negative=False):
+def read_squad(path, is_training, version_2_with_negative=False, first_answer=False):
     """Examples of a SQuAD file, and counts of what was skipped.
+
+    Training takes questions with exactly one answer, as the original (which stops at the
+    first other one); with `first_answer`, a question with several answers (as in SQuAD's
+    dev files) is trained on its first, as Hugging Face does.
 
     Returns:
         (examples, counts): counts has "questions", "skipped_malformed" (entries lacking
-        context/qas/question/answers), "skipped_answer_mismatch" (the answer text is not
-        at `answer_start`, training only; the original warns and drops these too) and
-        "empty_contexts".
+        context/qas/question/answers, or of the wrong types), "skipped_not_one_answer"
+        (training only: none, or several without `first_answer`),
+        "skipped_answer_mismatch" (the answer text is not at `answer_start`, training
+        only; the original warns and drops these too) and "empty_contexts".
+
+    Raises:
+        SquadError: no usable question, saying why.
     """
     data = load_json(path)
-    return squad_examples(data, path, is_training, version_2_with_negative)
+    return squad_examples(data, path, is_training, version_2_with_negative, first_answer)
 
 
 def load_json(path):
@@ -81,12 +89,15 @@ def load_json(path):
         raise SquadError(f"{path}: not UTF-8 ({err}).") from None
 
 
-def squad_examples(data, path, is_training, version_2_with_negative=False):
+def squad_examples(data, path, is_training, version_2_with_negative=False,
+                   first_answer=False):
     """`read_squad` on already-parsed JSON (`path` names it in messages)."""
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise SquadError(f"{path}: no top-level \"data\" list; is this a SQuAD file?")
     counts = {"questions": 0, "skipped_malformed": 0, "skipped_answer_mismatch": 0,
               "empty_contexts": 0}
+    if is_training:
+        counts["skipped_not_one_answer"] = 0
     examples = []
     for article in data["data"]:
         for paragraph in (article.get("paragraphs") or []) if isinstance(article, dict) \
@@ -125,8 +136,12 @@ def squad_examples(data, path, is_training, version_2_with_negative=False):
                         example.is_impossible = True
                         example.start_position = example.end_position = -1
                         example.orig_answer_text = ""
-                    elif not isinstance(answers, list) or len(answers) != 1 or \
-                            not doc_tokens or not _well_formed(answers[0]):
+                    elif isinstance(answers, list) and (
+                            not answers or (len(answers) > 1 and not first_answer)):
+                        counts["skipped_not_one_answer"] += 1
+                        continue
+                    elif not isinstance(answers, list) or not doc_tokens or \
+                            not _well_formed(answers[0]):
                         counts["skipped_malformed"] += 1
                         continue
                     else:
@@ -144,8 +159,20 @@ def squad_examples(data, path, is_training, version_2_with_negative=False):
                         example.start_position, example.end_position = s_word, e_word
                 examples.append(example)
     if not examples:
-        raise SquadError(f"{path}: no usable question ({counts}).")
+        raise SquadError(f"{path}: no usable question ({counts}).{_why_none(counts)}")
     return examples, counts
+
+
+def _why_none(counts):
+    """What to do when no training question was usable because of its answer count."""
+    several = counts.get("skipped_not_one_answer", 0)
+    if not several:
+        return ""
+    return (f" Training takes questions with exactly one answer, as the original; "
+            f"{several:,} of the {counts['questions']:,} have none or several (SQuAD's dev "
+            f"files give several answers per question). Train on a training file, or add "
+            f"--train_on_first_answer to train on each question's first answer (as Hugging "
+            f"Face does).")
 
 
 def _well_formed(answer):

@@ -46,6 +46,9 @@ class SquadConfig(FineTuningConfig):
         version_2_with_negative: bool. SQuAD 2.0: questions may have no answer.
         null_score_diff_threshold: float. v2.0: predict no answer when null score - best
             score exceeds this. Defaults to 0.0.
+        train_on_first_answer: bool. Train on the first answer of a question that has
+            several (SQuAD's dev files; Hugging Face's rule); by default such questions are
+            left out, as the original trains on questions with exactly one answer.
     """
     max_seq_length: int = 384
     train_file: Optional[str] = None
@@ -56,6 +59,7 @@ class SquadConfig(FineTuningConfig):
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    train_on_first_answer: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -99,9 +103,15 @@ class SquadTask(Task):
         if do_train:
             if not c.train_file:
                 raise ValueError("--do_train needs --train_file.")
-            examples, counts = data.read_squad(c.train_file, True, c.version_2_with_negative)
+            examples, counts = data.read_squad(c.train_file, True, c.version_2_with_negative,
+                                               c.train_on_first_answer)
             logging.info("Read %s: %d training examples; %s", c.train_file, len(examples),
                          counts)
+            if counts["skipped_not_one_answer"]:
+                logging.warning(
+                    "%s: %d questions with no answer or several left out of training (the "
+                    "original's rule: exactly one); --train_on_first_answer trains on the "
+                    "first of several.", c.train_file, counts["skipped_not_one_answer"])
             random.Random(12345).shuffle(examples)  # as the original
             features = self._features(examples, True)
             logging.info("%d features.", len(features))
