@@ -25,6 +25,19 @@ def _results(path):
     return dict(line.split(" = ", 1) for line in path.read_text().splitlines())
 
 
+def _tensorboard_scalars(folder):
+    """{tag: [(step, value)]} of the summary events in `folder`, read with TensorFlow's
+    own event reader."""
+    import tensorflow as tf
+    scalars = {}
+    for name in sorted(os.listdir(folder)):
+        for event in tf.compat.v1.train.summary_iterator(str(folder / name)):
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append(
+                    (event.step, float(tf.make_ndarray(value.tensor))))
+    return scalars
+
+
 def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp_path):
     from absl import flags
 
@@ -69,6 +82,10 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     assert train[0]["eta_seconds"] > 0 and train[-1]["eta_seconds"] == 0
     evaluations = [e for e in events if e["event"] == "evaluation"]
     assert max(e["f1"] for e in evaluations) == pytest.approx(float(best["f1"]))
+    # TensorBoard: the dev metrics in out/eval, beside training's scalars in out/train.
+    scalars = _tensorboard_scalars(out / "eval")
+    assert sorted(scalars["f1"]) == [(e["step"], pytest.approx(e["f1"])) for e in evaluations]
+    assert {"precision", "recall"} <= set(scalars) and "global_step" not in scalars
     assert events[-1]["eval_results"]["f1"] == pytest.approx(result.eval_results["f1"])
     # The record beside the checkpoints holds the configs' recorded fields.
     recorded = json.loads((out / "training_flags.json").read_text())

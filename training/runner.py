@@ -29,6 +29,7 @@ What a run does, in order:
 """
 
 import dataclasses
+import numbers
 import os
 from typing import Optional
 
@@ -46,6 +47,7 @@ from training.optimizers import create_optimizer
 EVAL_RESULTS = "eval_results.txt"
 BEST_DIR = "best"
 BEST_RESULTS = "best_results.txt"
+EVAL_SUMMARIES = "eval"  # TensorBoard scalars of every evaluation, beside "train"
 
 
 @dataclasses.dataclass
@@ -162,6 +164,7 @@ class BestCheckpointKeeper:
     def __init__(self, task, model, strategy, output_dir, save_checkpoints_steps,
                  num_train_steps):
         self.task, self.model, self.strategy = task, model, strategy
+        self.output_dir = output_dir
         self.directory = os.path.join(output_dir, BEST_DIR)
         self.every, self.last = save_checkpoints_steps, num_train_steps
         self.best = self._recorded_best()
@@ -184,7 +187,7 @@ class BestCheckpointKeeper:
             return
         results = self.task.evaluate(self.model, self.strategy)
         self.latest = (step, results)
-        self.metrics.write("evaluation", step=step, **results)
+        record_evaluation(self.metrics, self.output_dir, step, results)
         value = results[self.task.main_metric]
         best = self.best is None or value > self.best
         logging.info("Step %d: dev %s = %.4f%s", step, self.task.main_metric, value,
@@ -197,6 +200,26 @@ class BestCheckpointKeeper:
             with file_io.atomic_path(self.directory) as tmp:  # weights and results together
                 save_tf2_checkpoint(self.model, os.path.join(tmp, "model.ckpt"))
                 file_io.atomic_write_text(os.path.join(tmp, BEST_RESULTS), text)
+
+
+def record_evaluation(metrics, output_dir, step, results):
+    """An evaluation's results as an "evaluation" line of metrics.jsonl and as TensorBoard
+    scalars in `output_dir/eval` (beside training's `output_dir/train`, so both show in
+    one TensorBoard)."""
+    metrics.write("evaluation", step=step, **results)
+    writer = _eval_writers.get(output_dir)
+    if writer is None:
+        writer = _eval_writers[output_dir] = tf.summary.create_file_writer(
+            os.path.join(output_dir, EVAL_SUMMARIES))
+    with writer.as_default(step=step):
+        for name, value in results.items():
+            if isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+                    name not in ("global_step", "eval_steps"):
+                loop.write_scalar(name, value)
+    writer.flush()
+
+
+_eval_writers = {}  # output_dir -> its evaluation summary writer
 
 
 def _write_results(task, path, results):
@@ -286,7 +309,7 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         results["global_step"] = step
         if chief:
             if not (keeper and keeper.latest and keeper.latest[0] == step):
-                metrics.write("evaluation", step=step, **results)
+                record_evaluation(metrics, output_dir, step, results)
             path = os.path.join(output_dir, EVAL_RESULTS)
             file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
             _write_results(task, path, results)
