@@ -30,9 +30,15 @@ def test_metrics_against_hand_computed_values():
     assert m.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / np.sqrt(4.5 * 5))
     probabilities = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6]])
     assert m.task_metrics("MRPC", probabilities, np.array([1, 1, 1])) == pytest.approx(
-        {"accuracy": 2 / 3, "f1": 0.8, "acc_and_f1": (2 / 3 + 0.8) / 2})
-    assert set(m.task_metrics("CoLA", probabilities, np.array([1, 0, 1]))) == {
-        "accuracy", "matthews_corrcoef"}
+        {"accuracy": 2 / 3, "f1": 0.8, "acc_and_f1": (2 / 3 + 0.8) / 2,
+         "majority_class_accuracy": 1.0, "majority_class_f1": 1.0})
+    # Always "1" on labels 1, 0, 1, 1: accuracy 3/4; precision 3/4, recall 1 -> F1 6/7.
+    probabilities = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
+    results = m.task_metrics("QQP", probabilities, np.array([1, 0, 1, 1]))
+    assert results["majority_class_accuracy"] == pytest.approx(0.75)
+    assert results["majority_class_f1"] == pytest.approx(6 / 7)
+    assert set(m.task_metrics("CoLA", probabilities, np.array([1, 0, 0, 0]))) == {
+        "accuracy", "matthews_corrcoef", "majority_class_accuracy"}
     assert set(m.task_metrics("STS-B", np.array([1.0, 2.0, 3.0]),
                               np.array([1.0, 2.5, 2.9]))) == {"pearson", "spearman", "corr"}
 
