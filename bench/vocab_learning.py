@@ -13,7 +13,8 @@ Corpora:
              odd articles are held out (Japanese, cased: uncased strips dakuten)
 
     pip install -r bench/requirements.txt   # tokenizers comes with transformers
-    python bench/vocab_learning.py --shared_dir=../shared/data [--sizes=4000,8000,16000]
+    python bench/vocab_learning.py --shared_dir=../shared/data [--sizes=4000,8000,16000] \
+      [--corpora=wikitext2,jawiki] [--max_unique_chars=1000]
 """
 
 import argparse
@@ -69,9 +70,9 @@ def evaluate(tokens, held_out, do_lower_case):
             "pieces_per_word": pieces / words}
 
 
-def learn_hf(counts, size, reserved, do_lower_case):
+def learn_hf(counts, size, reserved, do_lower_case, max_unique_chars):
     """Hugging Face's WordPiece trainer (BertWordPieceTokenizer's defaults: min_frequency
-    2, limit_alphabet 1000) on the same words and counts."""
+    2; limit_alphabet as our max_unique_chars) on the same words and counts."""
     from tokenizers import BertWordPieceTokenizer
 
     hf = BertWordPieceTokenizer(lowercase=do_lower_case, strip_accents=do_lower_case)
@@ -87,7 +88,7 @@ def learn_hf(counts, size, reserved, do_lower_case):
             yield " ".join(batch)
 
     hf.train_from_iterator(lines(), vocab_size=size, special_tokens=list(reserved),
-                           show_progress=False)
+                           limit_alphabet=max_unique_chars, show_progress=False)
     return [t for t, _ in sorted(hf.get_vocab().items(), key=lambda item: item[1])]
 
 
@@ -96,6 +97,9 @@ def main():
     parser.add_argument("--shared_dir", required=True)
     parser.add_argument("--corpora", default="wikitext2,jawiki")
     parser.add_argument("--sizes", default="4000,8000,16000")
+    parser.add_argument("--max_unique_chars", type=int, default=1000,
+                        help="Alphabet size limit of both learners (build_vocab's flag; "
+                             "Hugging Face's limit_alphabet).")
     args = parser.parse_args()
     from data_prep import quiet
     quiet.quiet_tensorflow_start()
@@ -115,9 +119,11 @@ def main():
             for learner in ("ours", "hf"):
                 start = time.perf_counter()
                 if learner == "ours":
-                    tokens = vocabulary.learn_from_counts(counts, size)
+                    tokens = vocabulary.learn_from_counts(
+                        counts, size, max_unique_chars=args.max_unique_chars)
                 else:
-                    tokens = learn_hf(counts, size, reserved, do_lower_case)
+                    tokens = learn_hf(counts, size, reserved, do_lower_case,
+                                      args.max_unique_chars)
                 seconds = time.perf_counter() - start
                 r = evaluate(tokens, held_out, do_lower_case)
                 print(f"| {name} | {size:,} | {learner} | {r['tokens']:,} | "
