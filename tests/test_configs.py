@@ -47,7 +47,7 @@ def parsed():
 def test_flag_file_is_read_by_its_script(parsed, name):
     result = parsed[name]
     assert "Unknown command line flag" not in result.stderr, result.stderr[-2000:]
-    assert result.returncode == 1 and "is required (see --helpfull)" in result.stderr, \
+    assert result.returncode == 1 and "required (see --helpfull)" in result.stderr, \
         result.stderr[-2000:]
     lines = open(os.path.join(ROOT, "configs", name)).read().splitlines()
     for flag, value in CONFIGS[name][1].items():

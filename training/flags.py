@@ -36,7 +36,7 @@ def define_common_flags():
                      "--steps_per_loop).")
     f.DEFINE_alias("steps_per_loop", "iterations_per_loop")
     f.DEFINE_integer("log_steps", 100, "Log and write summaries every N steps (more often "
-                     "for a run of fewer than 10 x N steps, or when N steps take over a "
+                     "for a run of fewer than 4 x N steps, or when N steps take over a "
                      "minute).")
     f.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
     f.DEFINE_enum("distribution_strategy", "one_device", list(distribution.STRATEGIES),

@@ -56,12 +56,12 @@ def write_scalar(name, value):
 
 # Progress reaches the log at least this often, and at least this many times a run.
 MAX_SECONDS_BETWEEN_LOGS = 60
-MIN_LOGS_PER_RUN = 10
+MIN_LOGS_PER_RUN = 4
 
 
 def log_interval(log_steps, steps_in_run, seconds_per_step=None):
     """Steps between log lines: `log_steps`, shortened for a run too short to reach it
-    `MIN_LOGS_PER_RUN` times (a 75-step run logs every 8 steps, not once at the end) and
+    `MIN_LOGS_PER_RUN` times (a 75-step run logs every 19 steps, not once at the end) and
     for steps so slow that `log_steps` of them take over `MAX_SECONDS_BETWEEN_LOGS`. 0
     (no log steps: a line per loop) stays 0."""
     if not log_steps:
