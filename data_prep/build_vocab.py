@@ -3,8 +3,11 @@
 Pipeline position: text -> **vocab.txt** -> create_pretraining_data -> ... Needed when
 pre-training for a new language or domain. Words are split exactly as the tokenizers will
 split them (cleaning, CJK characters, lower-casing and accents, punctuation); tensorflow-
-text's WordPiece learner chooses the pieces, "##" suffix pieces included. The result has the released vocabularies'
-layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK], then the learned pieces.
+text's WordPiece learner chooses the pieces, "##" suffix pieces included. The result has
+the released vocabularies' layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK],
+then the learned pieces. At the end it reports the share of the corpus's words that become
+[UNK] (warning, with the flag that fixes it, above 0.5%), and before it starts, whether
+--do_lower_case would change the letters of the corpus's script (`data_prep.casing`).
 
     python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
       --vocab_size=30522 --do_lower_case
@@ -13,7 +16,7 @@ layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK], then the learned p
 import sys
 import time
 
-from absl import flags
+from absl import flags, logging
 
 from data_prep import cli
 
@@ -26,18 +29,22 @@ flags.DEFINE_integer("num_unused", 99, "Number of [unusedN] slots before [UNK] (
                      "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
 flags.DEFINE_integer("lower_thresh", 1, "Lowest count a learned piece may have (the "
                      "count threshold that gives --vocab_size is searched for above it).")
-flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size limit: the most frequent "
-                     "characters are kept. Raise it for CJK (e.g. 20000).")
+flags.DEFINE_integer("max_unique_chars", 0, "Alphabet size limit: the most frequent "
+                     "characters are kept (a word with another becomes [UNK]). 0: fit the "
+                     "corpus (at least 1,000, and as many as cover 99.99%% of its "
+                     "characters, CJK included).")
 
 FLAGS = flags.FLAGS
+UNKNOWN_WARNING = 0.005  # share of the corpus's words that may become [UNK] unannounced
 
 
 def main(_):
-    from data_prep import corpus, file_io, vocabulary
+    from data_prep import casing, corpus, file_io, vocabulary
     from data_prep.progress import Progress
 
     files = corpus.expand_input_patterns(FLAGS.input_file)
     file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file}, {"input_file": files})
+    casing.warn_about_input(files, FLAGS.do_lower_case)
     start = time.time()
     progress = Progress("build_vocab: counting words", ["lines"])
     counts = vocabulary.count_words_in_files(files, FLAGS.do_lower_case, progress=progress)
@@ -51,7 +58,7 @@ def main(_):
               file=sys.stderr, flush=True)
 
     tokens = vocabulary.learn_from_counts(counts, FLAGS.vocab_size, FLAGS.num_unused,
-                                          FLAGS.lower_thresh, FLAGS.max_unique_chars,
+                                          FLAGS.lower_thresh, FLAGS.max_unique_chars or None,
                                           report=report)
     vocabulary.write_vocabulary(tokens, FLAGS.output_file)
     suffixes = sum(t.startswith(vocabulary.JOINER) for t in tokens)
@@ -59,6 +66,25 @@ def main(_):
         f" (of {FLAGS.vocab_size:,} asked for: the corpus holds no more pieces)")
     print(f"Wrote {len(tokens):,} tokens{short}, {suffixes:,} of them '##' suffix pieces, "
           f"to {FLAGS.output_file} in {time.time() - start:.1f} s.", file=sys.stderr)
+    report_coverage(vocabulary.coverage(counts, tokens))
+
+
+def report_coverage(found):
+    """The [UNK] share the vocabulary leaves on its own corpus; a warning naming the fix
+    when it is above `UNKNOWN_WARNING`."""
+    print(f"On the corpus it learned from: {found['unknown_words']:.3%} of the words become "
+          f"[UNK], {found['outside_chars']:.3%} of the characters are outside the alphabet "
+          f"({found['alphabet']:,} of the corpus's {found['corpus_chars']:,} distinct "
+          f"characters kept).", file=sys.stderr)
+    if found["unknown_words"] <= UNKNOWN_WARNING:
+        return
+    fix = (f"raise --max_unique_chars (now {FLAGS.max_unique_chars}; 0 fits the corpus)"
+           if FLAGS.max_unique_chars else
+           f"raise --vocab_size (now {FLAGS.vocab_size:,}): the alphabet may take half of it")
+    logging.warning("%s: %.2f%% of its words become [UNK] with this vocabulary (words "
+                    "holding one of the %d characters left out of the alphabet); to keep "
+                    "them, %s.", FLAGS.input_file, 100 * found["unknown_words"],
+                    found["corpus_chars"] - found["alphabet"], fix)
 
 
 if __name__ == "__main__":

@@ -181,7 +181,7 @@ def _warn_about_input(stats):
 
 
 def main(_):
-    from data_prep import corpus, file_io
+    from data_prep import casing, corpus, file_io
     from data_prep.progress import Progress
     from data_prep.tokenization import FullTokenizer
 
@@ -191,6 +191,7 @@ def main(_):
     file_io.refuse_inputs_as_outputs({"output_file": outputs},
                                      {"input_file": files, "vocab_file": FLAGS.vocab_file})
     vocab = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case).vocab
+    casing.warn_about_input(files, FLAGS.do_lower_case)
     params = _params()
     logging.info("Reading %d input file(s) in --mode=%s.", len(files), FLAGS.mode)
     progress = Progress(f"create_pretraining_data ({FLAGS.mode})",

@@ -51,6 +51,9 @@ class DocumentWriter:
 
     def __exit__(self, exc_type, exc, tb):
         for f in self._files:
+            if exc_type is None:
+                f.write(b"")  # a file no document went to (fewer documents than files)
+                f.flush()     # is published empty: GFile creates a file at its first flush
             f.close()
         publish = getattr(self, "_publish", None)
         if publish is not None:

@@ -4,7 +4,8 @@ files: one sentence per line, a blank line between articles.
 Pipeline position: **dump -> documents** -> build_vocab / create_pretraining_data.
 
 Only articles (namespace 0) are kept, redirects skipped, and of each article only its prose
-passages (no lists, tables, headers, templates, references: `wikitext_cleaning`).
+passages (no lists, tables, headers, templates, references, files, categories:
+`wikitext_cleaning`, with the namespace names the dump's <siteinfo> gives).
 Sentences are split by `sentencex` in the dump's language. The XML is streamed; cleaning
 runs on every core; output files are written under temporary names and renamed at the end.
 
@@ -36,7 +37,8 @@ FLAGS = flags.FLAGS
 
 def iter_articles(path, stats):
     """Yields (title, wikitext) of the namespace-0, non-redirect pages of a dump; sets
-    stats["dbname"]."""
+    stats["dbname"] and stats["namespaces"] (the names of the other namespaces, from the
+    dump's <siteinfo>)."""
     opener = bz2.open if path.endswith(".bz2") else open
     try:
         handle = opener(path, "rb")
@@ -56,6 +58,8 @@ def iter_articles(path, stats):
                     continue
                 if tag == "dbname":
                     stats["dbname"] = (elem.text or "").strip()
+                elif tag == "namespace" and elem.get("key") != "0" and elem.text:
+                    stats.setdefault("namespaces", []).append(elem.text.strip())
                 elif tag == "page":
                     stats["pages"] += 1
                     ns = elem.findtext(namespace + "ns")
@@ -92,12 +96,14 @@ def main(_):
     if first is None:
         raise ValueError(f"{FLAGS.input_file}: no article (namespace 0, not a redirect).")
 
+    namespaces = tuple(stats.get("namespaces", ()))
+
     def work():
-        yield first[1], language
+        yield first[1], language, namespaces
         for count, (_, text) in enumerate(articles, start=2):
             if FLAGS.max_pages and count > FLAGS.max_pages:
                 break
-            yield text, language
+            yield text, language, namespaces
 
     progress = Progress("extract_wikipedia", ["articles", "sentences"])
     start = time.time()
@@ -109,6 +115,11 @@ def main(_):
         for sentences in pool.imap(article_sentences, work(), chunksize=16):
             writer.write(sentences)
             progress.update(articles=1, sentences=len(sentences))
+        if not writer.documents:  # raised inside: nothing is published
+            raise ValueError(
+                f"{FLAGS.input_file}: no article has prose left after cleaning (of "
+                f"{progress.counts['articles']:,} read; passages under 20 characters, lists, "
+                f"tables and templates are dropped).")
     progress.close()
     print(f"Read {stats['pages']:,} pages: {writer.documents:,} articles with text, "
           f"{stats['redirects']:,} redirects and {stats['other_namespaces']:,} pages of other "

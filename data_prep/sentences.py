@@ -14,13 +14,20 @@ def split_sentences(text, language="en"):
     """"Dr. Smith came. He left." -> ["Dr. Smith came.", "He left."].
 
     Whitespace inside a sentence (including line breaks) becomes one space; empty results
-    are dropped.
+    are dropped. A piece that starts with a lower-case letter after one that ends with a
+    full stop is the same sentence, cut at an abbreviation the segmenter does not know
+    ("або заст. землепис", "в XIII в. на территории"): the two are joined. Scripts
+    without case (CJK, Devanagari...) are never joined.
     """
     from sentencex import segment
 
     out = []
     for sentence in segment(language, text):
         sentence = _SPACES.sub(" ", sentence).strip()
-        if sentence:
+        if not sentence:
+            continue
+        if out and out[-1].endswith(".") and sentence[:1].islower():
+            out[-1] += " " + sentence
+        else:
             out.append(sentence)
     return out

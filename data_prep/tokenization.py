@@ -299,10 +299,12 @@ _CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
 
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     """The original's check that `--do_lower_case` suits a released checkpoint, recognised
-    by its folder name (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`); other paths are
-    not checked. Raises ValueError on a mismatch."""
+    by its folder name (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`), and the same for a
+    Hugging Face model whose `tokenizer_config.json` (in the checkpoint's folder) says
+    `do_lower_case`; other checkpoints are not checked. Raises ValueError on a mismatch."""
     if not init_checkpoint:
         return
+    _check_tokenizer_config(do_lower_case, str(init_checkpoint))
     import re
     match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", str(init_checkpoint))
     if match is None:
@@ -316,3 +318,25 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is a cased model "
                          f"({model_name}) but --do_lower_case=True; set "
                          f"--do_lower_case=False.")
+
+
+def _check_tokenizer_config(do_lower_case, init_checkpoint):
+    """A Hugging Face model folder's tokenizer_config.json against --do_lower_case."""
+    import json
+    import os
+    if "://" in init_checkpoint:
+        return
+    folder = init_checkpoint if os.path.isdir(init_checkpoint) else \
+        os.path.dirname(init_checkpoint)
+    path = os.path.join(folder, "tokenizer_config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return  # no (readable) tokenizer config: nothing to check against
+    lower = config.get("do_lower_case") if isinstance(config, dict) else None
+    if isinstance(lower, bool) and lower != bool(do_lower_case):
+        kind = "an uncased" if lower else "a cased"
+        raise ValueError(
+            f"{path}: the model is {kind} one (\"do_lower_case\": {str(lower).lower()}) but "
+            f"--do_lower_case={bool(do_lower_case)}; set --do_lower_case={lower}.")

@@ -67,7 +67,7 @@ def count_words_in_files(files, do_lower_case=True, batch_size=8192, progress=No
 
 
 def learn_vocabulary(lines, vocab_size, do_lower_case=True, num_unused=99,
-                     lower_thresh=1, max_unique_chars=1000):
+                     lower_thresh=1, max_unique_chars=None):
     """Learns a WordPiece vocabulary of at most `vocab_size` tokens (reserved included).
 
     Args:
@@ -76,13 +76,60 @@ def learn_vocabulary(lines, vocab_size, do_lower_case=True, num_unused=99,
         do_lower_case: bool. Must match how the model will tokenize. Defaults to True.
         num_unused: int. Number of `[unusedN]` slots. Defaults to 99.
         lower_thresh: int. Lowest count a piece may have. Defaults to 1.
-        max_unique_chars: int. Alphabet size limit (raise it for CJK). Defaults to 1000.
+        max_unique_chars: int or None. Alphabet size limit: the most frequent characters
+            are kept. None (default): `alphabet_size`, which fits the corpus.
 
     Returns:
         list of str tokens, id = position.
     """
     return learn_from_counts(count_words(lines, do_lower_case), vocab_size, num_unused,
                              lower_thresh, max_unique_chars)
+
+
+# The default alphabet: the most frequent characters, at least this many (as
+# tensorflow-text's learner's default, so English vocabularies keep every character) and
+# as many more as cover this share of the corpus's characters (CJK corpora have thousands).
+MIN_ALPHABET = 1000
+ALPHABET_COVERAGE = 0.9999
+
+
+def char_counts(counts):
+    """{character: occurrences} of word counts."""
+    chars = collections.Counter()
+    for word, count in counts.items():
+        for char in word:
+            chars[char] += count
+    return chars
+
+
+def alphabet_size(counts, vocab_size, num_reserved=len(reserved_tokens())):
+    """How many of the most frequent characters to keep: at least `MIN_ALPHABET`, and as
+    many as cover `ALPHABET_COVERAGE` of the corpus's characters, within half of the room
+    the reserved tokens leave (a character may need its "##" form too)."""
+    frequencies = sorted(char_counts(counts).values(), reverse=True)
+    total, covered, needed = sum(frequencies), 0, 0
+    for needed, frequency in enumerate(frequencies, start=1):
+        covered += frequency
+        if covered >= ALPHABET_COVERAGE * total:
+            break
+    return max(MIN_ALPHABET, min(needed, (vocab_size - num_reserved) // 2))
+
+
+def coverage(counts, tokens):
+    """What a learned vocabulary leaves out of the corpus it learned from: the share of
+    word occurrences that become [UNK] (a character outside the vocabulary, or longer than
+    the tokenizer's limit) and the share of characters outside it; with the numbers of
+    distinct characters in the corpus and in the vocabulary."""
+    vocab_chars = {t for t in tokens if len(t) == 1}
+    chars = char_counts(counts)
+    words = sum(counts.values())
+    unknown = sum(count for word, count in counts.items()
+                  if len(word) > tokenization.MAX_INPUT_CHARS_PER_WORD or
+                  any(c not in vocab_chars for c in word))
+    outside = sum(n for c, n in chars.items() if c not in vocab_chars)
+    return {"unknown_words": unknown / max(words, 1),
+            "outside_chars": outside / max(sum(chars.values()), 1),
+            "corpus_chars": len(chars), "alphabet": len(vocab_chars & set(chars))}
 
 
 def _never_continues(char):
@@ -131,7 +178,7 @@ class _Learner:
 
 
 def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
-                      max_unique_chars=1000, report=None):
+                      max_unique_chars=None, report=None):
     """`learn_vocabulary` from word counts (see `count_words_in_files`).
 
     The learner keeps the pieces seen at least a threshold number of times; the threshold
@@ -143,7 +190,8 @@ def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
     a word made of them never becomes [UNK]. Fewer tokens than asked for when the corpus
     holds no more pieces seen `lower_thresh` times.
 
-    `report(threshold, tokens, seconds)`, if given, is called after each threshold tried.
+    `max_unique_chars`: None for `alphabet_size`. `report(threshold, tokens, seconds)`, if
+    given, is called after each threshold tried.
     """
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
@@ -151,6 +199,8 @@ def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
                          f"{len(reserved)} reserved tokens.")
     if not counts:
         raise ValueError("No words to learn a vocabulary from: the input text is empty.")
+    if max_unique_chars is None:
+        max_unique_chars = alphabet_size(counts, vocab_size, len(reserved))
     learner = _Learner(counts, reserved, max_unique_chars, report)
     if not learner.words:
         raise ValueError("No words to learn a vocabulary from: every word is longer than "
@@ -172,7 +222,8 @@ def learn_from_counts(counts, vocab_size, num_unused=99, lower_thresh=1,
         raise ValueError(
             f"vocab_size={vocab_size} is too small for the corpus's alphabet: its "
             f"characters, their '##' suffix forms and the {len(reserved)} reserved tokens "
-            f"need {len(tokens)}. Raise the vocabulary size or lower max_unique_chars.")
+            f"need {len(tokens)}. Raise the vocabulary size or lower max_unique_chars "
+            f"(now {max_unique_chars}).")
     if low >= lower_thresh:
         have = set(tokens)
         tokens = tokens + [t for t in learner(low) if t not in have][:vocab_size - len(tokens)]

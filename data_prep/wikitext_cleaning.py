@@ -4,23 +4,27 @@
 Pipeline position: inside `extract_wikipedia` (dump -> documents).
 
 Removed: headings, lists, tables, templates (infoboxes, citations, navigation boxes),
-references, HTML comments, galleries and other extension tags, file/image/category and
-interlanguage links, magic words. Kept: the text of ordinary links and formatting.
+references, HTML comments, galleries and other extension tags, links into other
+namespaces (files and their captions, categories) and interlanguage links, in the wiki's
+own language (`wiki_namespaces`), behaviour switches. Kept: the text of ordinary links and
+formatting.
 Parsing is `mwparserfromhell`'s.
 """
 
+import functools
 import re
+
+from data_prep.wiki_namespaces import NonArticleLinks
 
 # Line-level markup of lists, definition lists, tables, headings and behaviour switches.
 _DROPPED_LINE = re.compile(r"^\s*([*#:;]|\{\||\|\}|\||!|=.*=\s*$|__[A-Z]+__)")
+# Behaviour switches anywhere, in any language (__NOTOC__, __目次非表示__, __БЕЗ_ОГЛАВЛЕНИЯ__).
+_SWITCH = re.compile(r"__[^\W\d_](?:[^\W_]|_(?!_))*__")
 # Extension and HTML tags whose whole content is not article prose.
 _DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "chem", "timeline",
                  "score", "syntaxhighlight", "source", "pre", "code", "imagemap", "graph",
                  "mapframe", "templatedata", "noinclude", "includeonly", "div", "blockquote",
                  "sup", "sub", "small", "poem", "hiero", "ce", "nowiki", "br"}
-_NON_ARTICLE_LINK = re.compile(
-    r"^\s*:?\s*(file|image|category|media|wikipedia|wp|template|help|portal|special|"
-    r"user|talk|draft|module|[a-z]{2,3}(-[a-z]+)?)\s*:", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t]+")
 _MIN_PARAGRAPH_CHARS = 20
 
@@ -32,12 +36,15 @@ def _remove(wikicode, node):
         pass
 
 
-def clean_article(wikitext):
+def clean_article(wikitext, links=None):
     """Returns the article's prose paragraphs (list of str, in order).
 
     Example: "'''Anarchism''' is a [[political philosophy]].<ref>x</ref>\\n== See also =="
     -> ["Anarchism is a political philosophy."]
+
+    `links`: the wiki's `wiki_namespaces.NonArticleLinks` (default: English names only).
     """
+    links = links or _links((), "en")
     import mwparserfromhell
 
     # 1. Constructs that may span lines go first, with the parser.
@@ -50,10 +57,11 @@ def clean_article(wikitext):
         if str(node.tag).strip().lower() in _DROPPED_TAGS:
             _remove(code, node)
     for node in code.filter_wikilinks():
-        if _NON_ARTICLE_LINK.match(str(node.title)):
+        if links.match(str(node.title)):
             _remove(code, node)
     # 2. Then line-level markup (lists, tables, headings), 3. then the remaining markup.
-    kept_lines = [line for line in str(code).split("\n") if not _DROPPED_LINE.match(line)]
+    kept_lines = [_SWITCH.sub("", line) for line in str(code).split("\n")
+                  if not _DROPPED_LINE.match(line)]
     text = mwparserfromhell.parse("\n".join(kept_lines)).strip_code(normalize=True,
                                                                       collapse=True)
     text = re.sub(r"<[^<>\n]{0,200}>", " ", text)  # stray or unbalanced HTML tags
@@ -68,14 +76,20 @@ def clean_article(wikitext):
     return paragraphs
 
 
+@functools.lru_cache(maxsize=8)
+def _links(namespace_names, language):
+    return NonArticleLinks(namespace_names, language)
+
+
 def article_sentences(args):
-    """(wikitext, language) -> the article's sentences, paragraph after paragraph. Runs in
-    worker processes (no TensorFlow needed here)."""
+    """(wikitext, language[, the wiki's namespace names]) -> the article's sentences,
+    paragraph after paragraph. Runs in worker processes (no TensorFlow needed here)."""
     from data_prep.sentences import split_sentences
 
-    wikitext, language = args
+    wikitext, language, *rest = args
+    links = _links(tuple(rest[0]) if rest else (), language)
     out = []
-    for paragraph in clean_article(wikitext):
+    for paragraph in clean_article(wikitext, links):
         # Markup the parser could not balance (malformed wikitext) is not prose.
         out.extend(s for s in split_sentences(paragraph, language)
                    if not any(m in s for m in ("{{", "}}", "[[", "]]")))

@@ -113,6 +113,24 @@ def test_errors_name_file_line_and_fix(tmp_path):
     validate_case_matches_checkpoint(False, "/m/cased_L-12_H-768_A-12/bert_model.ckpt")
 
 
+def test_casing_is_checked_against_a_hugging_face_tokenizer_config(tmp_path):
+    import json
+    uncased, cased = tmp_path / "uncased", tmp_path / "cased"
+    for folder, lower in ((uncased, True), (cased, False)):
+        folder.mkdir()
+        (folder / "tokenizer_config.json").write_text(json.dumps(
+            {"tokenizer_class": "BertTokenizer", "do_lower_case": lower}))
+        (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"uncased/tokenizer_config.json: the model is an "
+                       r"uncased one .* set --do_lower_case=True"):
+        validate_case_matches_checkpoint(False, str(uncased / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"is a cased one .* set --do_lower_case=False"):
+        validate_case_matches_checkpoint(True, str(cased))  # the folder itself
+    validate_case_matches_checkpoint(True, str(uncased))
+    validate_case_matches_checkpoint(False, str(cased / "model.safetensors"))
+    validate_case_matches_checkpoint(True, str(tmp_path / "nothing_here" / "x.ckpt"))
+
+
 def test_in_graph_packing_follows_the_original_truncation():
     rng = random.Random(0)
     for _ in range(200):

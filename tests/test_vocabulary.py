@@ -2,6 +2,7 @@
 [UNK] only where a character was never seen, the size asked for when the corpus allows it,
 and a warning for vocabularies learned without suffix pieces."""
 
+import os
 import random
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 from data_prep import vocabulary
 from data_prep.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEMS = ["walk", "talk", "jump", "play", "look", "cook", "help", "work"]
 ENDINGS = ["", "s", "ed", "ing", "er"]
 
@@ -116,3 +118,48 @@ def test_vocabulary_without_suffix_pieces_is_reported_when_loaded(tmp_path):
                              str(with_pieces)], capture_output=True, text=True, check=True)
     warnings = [line for line in result.stderr.splitlines() if "suffix piece" in line]
     assert len(warnings) == 1 and "old_vocab.txt: none of its 5000 tokens" in warnings[0]
+
+
+def _hanzi_lines(rng, distinct=1500, each=8, per_line=30):
+    """Lines of ideographs in which each of `distinct` occurs `each` times."""
+    chars = [chr(0x4E00 + i) for i in range(distinct)] * each
+    rng.shuffle(chars)
+    return ["".join(chars[i:i + per_line]) for i in range(0, len(chars), per_line)]
+
+
+def test_the_alphabet_fits_a_cjk_corpus_and_the_unknown_share_is_reported():
+    """1,500 distinct ideographs (more than tensorflow-text's default alphabet of 1,000):
+    the default keeps them all; a cap of 1,000 leaves words out, and `coverage` says how
+    many, computed here independently from the corpus."""
+    lines = _hanzi_lines(random.Random(3))
+    hanzi = set("".join(lines))
+    counts = vocabulary.count_words(lines, do_lower_case=False)
+    tokens = vocabulary.learn_from_counts(counts, 4000)
+    assert len(hanzi) == 1500 and hanzi <= set(tokens)
+    assert vocabulary.coverage(counts, tokens)["unknown_words"] == 0.0
+    capped = vocabulary.learn_from_counts(counts, 4000, max_unique_chars=1000)
+    kept = {t for t in capped if len(t) == 1}
+    left_out = sum(n for w, n in counts.items() if w not in kept)
+    found = vocabulary.coverage(counts, capped)
+    assert found["unknown_words"] == pytest.approx(left_out / sum(counts.values()))
+    assert found["unknown_words"] > 0.3 and found["alphabet"] == 1000
+    assert found["corpus_chars"] == 1500
+
+
+def test_build_vocab_warns_with_the_fix(tmp_path):
+    corpus = tmp_path / "zh.txt"
+    corpus.write_text("\n".join(_hanzi_lines(random.Random(4))) + "\n", encoding="utf-8")
+    def build(*flags):
+        return subprocess.run(
+            [sys.executable, "-m", "data_prep.build_vocab", f"--input_file={corpus}",
+             f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=4000", *flags],
+            capture_output=True, text=True, cwd=ROOT)
+    fitted = build()
+    assert fitted.returncode == 0, fitted.stderr[-2000:]
+    assert "0.000% of the words become [UNK]" in fitted.stderr
+    assert "1,500 of the corpus's 1,500 distinct characters kept" in fitted.stderr
+    capped = build("--max_unique_chars=1000")
+    assert capped.returncode == 0, capped.stderr[-2000:]
+    warning = [line for line in capped.stderr.splitlines() if "become [UNK] with" in line]
+    assert len(warning) == 1 and "500 characters left out" in warning[0] and \
+        "raise --max_unique_chars (now 1000; 0 fits the corpus)" in warning[0]

@@ -1,0 +1,135 @@
+"""Check: `extract_wikipedia` on real dumps of several languages, as a user runs it.
+
+For each dump it runs `python -m data_prep.extract_wikipedia` (the documented command) into
+a temporary folder and reads the documents back:
+  pages, articles written, sentences (lines);
+  lines still holding markup, by kind: a namespace prefix (the dump's own names from its
+    <siteinfo>, and the English canonical ones) followed by ":", link or template brackets,
+    a table or option pipe, an image size ("200px"), a behaviour switch ("__TOC__"), an
+    HTML tag;
+  sentence shape: characters per sentence, share ending in sentence-final punctuation,
+    share starting in lower case (in a cased script: cut off the sentence before it),
+    sentences per article;
+and prints a few examples of each leak and a few sentences.
+
+    python bench/wiki_extraction_check.py --shared_dir=../shared/data [--dumps=ja,mr]
+"""
+
+import argparse
+import bz2
+import collections
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DUMPS = {
+    "en": "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+    "ltg": "smallwiki-latest-pages-articles.xml.bz2",
+    "ja": "jawiki-sample.xml.bz2", "zh": "zhwiki-sample.xml.bz2",
+    "uk": "ukwiki-sample.xml.bz2", "ru": "ruwiki-sample.xml.bz2",
+    "mr": "mrwiki-sample.xml.bz2",
+}
+CANONICAL = ["Media", "Special", "Talk", "User", "Wikipedia", "File", "Image", "MediaWiki",
+             "Template", "Help", "Category", "Portal", "Module", "Draft", "TimedText"]
+SENTENCE_END = tuple(".!?。！？।॥…\"'»”）)")
+
+
+def namespace_names(path):
+    names = []
+    with bz2.open(path, "rb") as f:
+        for _, elem in ET.iterparse(f, events=("end",)):
+            tag = elem.tag.rsplit("}", 1)[-1]
+            if tag == "namespace" and elem.get("key") not in ("0", None) and elem.text:
+                names.append(elem.text)
+            if tag == "namespaces":
+                break
+    return names
+
+
+def markup_kinds(names):
+    prefix = "|".join(sorted({re.escape(n) for n in names + CANONICAL}, key=len,
+                             reverse=True))
+    return {
+        "namespace prefix": re.compile(rf"(?<![\w])({prefix})\s*:", re.IGNORECASE),
+        "brackets": re.compile(r"\[\[|\]\]|\{\{|\}\}"),
+        "pipe": re.compile(r"\|"),
+        "image size": re.compile(r"\b\d+\s*(x\d+)?\s*(px|пкс|ピクセル|像素|पिक्सेल)\b",
+                                 re.IGNORECASE),
+        "switch": re.compile(r"__[^_\s]+__"),
+        "html tag": re.compile(r"</?[a-zA-Z][^<>]{0,80}>"),
+    }
+
+
+def check(language, path, workers):
+    out = tempfile.mkdtemp(prefix=f"wiki-{language}-")
+    result = subprocess.run(
+        [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={path}",
+         f"--output_dir={out}/docs", "--num_output_files=1", f"--num_workers={workers}"],
+        cwd=ROOT, capture_output=True, text=True)
+    if result.returncode:
+        print(f"{language}: extract_wikipedia failed:\n{result.stderr[-2000:]}")
+        return None
+    summary = result.stderr.strip().splitlines()[-1]
+    documents = []
+    for name in sorted(glob.glob(os.path.join(out, "docs", "*.txt"))):
+        with open(name, encoding="utf-8") as f:
+            documents += [d.split("\n") for d in f.read().split("\n\n") if d.strip()]
+    lines = [line for d in documents for line in d]
+    kinds = markup_kinds(namespace_names(path))
+    leaks = collections.defaultdict(list)
+    for line in lines:
+        for kind, pattern in kinds.items():
+            if pattern.search(line):
+                leaks[kind].append(line)
+    leaking = {line for found in leaks.values() for line in found}
+    ended = sum(line.rstrip().endswith(SENTENCE_END) for line in lines)
+    # A sentence that starts in lower case (in a cased script) was most likely cut off
+    # the one before it by a wrong split (an abbreviation taken for its end).
+    lower = [line for line in lines if line[:1].islower()]
+    return {"language": language, "summary": summary, "articles": len(documents),
+            "sentences": len(lines), "leaking": len(leaking), "leaks": leaks,
+            "chars": sum(map(len, lines)) / max(len(lines), 1),
+            "ended": ended / max(len(lines), 1), "examples": lines[:3], "lower": lower}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared_dir", required=True)
+    parser.add_argument("--dumps", default=",".join(DUMPS))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--examples", type=int, default=3)
+    args = parser.parse_args()
+    rows = []
+    for language in args.dumps.split(","):
+        r = check(language, os.path.join(args.shared_dir, "wiki", DUMPS[language]),
+                  args.workers)
+        if r is None:
+            continue
+        rows.append(r)
+        print(f"\n== {language}: {r['summary']}")
+        for kind, found in sorted(r["leaks"].items()):
+            print(f"  {kind}: {len(found)} lines, e.g.")
+            for line in found[:args.examples]:
+                print(f"    {line[:160]}")
+        for line in r["examples"]:
+            print(f"  sentence: {line[:160]}")
+        for line in r["lower"][:args.examples]:
+            print(f"  starts in lower case: {line[:160]}")
+    print("\n| dump | articles | sentences | lines with markup | chars per sentence "
+          "| ending in sentence punctuation | starting in lower case | sentences per article |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['language']} | {r['articles']:,} | {r['sentences']:,} | "
+              f"{r['leaking']:,} ({r['leaking'] / max(r['sentences'], 1):.2%}) | "
+              f"{r['chars']:.0f} | {r['ended']:.1%} | "
+              f"{len(r['lower']) / max(r['sentences'], 1):.1%} | "
+              f"{r['sentences'] / max(r['articles'], 1):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
