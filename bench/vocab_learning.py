@@ -99,7 +99,8 @@ def main():
     parser.add_argument("--sizes", default="4000,8000,16000")
     parser.add_argument("--max_unique_chars", type=int, default=1000,
                         help="Alphabet size limit of both learners (build_vocab's flag; "
-                             "Hugging Face's limit_alphabet).")
+                             "Hugging Face's limit_alphabet); 0: build_vocab's default, "
+                             "the alphabet that fits the corpus, for both.")
     args = parser.parse_args()
     from data_prep import quiet
     quiet.quiet_tensorflow_start()
@@ -116,17 +117,18 @@ def main():
         print(f"<!-- {name}: {len(learn):,} lines, {len(counts):,} distinct words to learn "
               f"from; {len(held_out):,} held-out lines -->")
         for size in [int(s) for s in args.sizes.split(",")]:
+            alphabet = args.max_unique_chars or vocabulary.alphabet_size(counts, size)
             for learner in ("ours", "hf"):
                 start = time.perf_counter()
                 if learner == "ours":
-                    tokens = vocabulary.learn_from_counts(
-                        counts, size, max_unique_chars=args.max_unique_chars)
+                    tokens = vocabulary.learn_from_counts(counts, size,
+                                                          max_unique_chars=alphabet)
                 else:
-                    tokens = learn_hf(counts, size, reserved, do_lower_case,
-                                      args.max_unique_chars)
+                    tokens = learn_hf(counts, size, reserved, do_lower_case, alphabet)
                 seconds = time.perf_counter() - start
                 r = evaluate(tokens, held_out, do_lower_case)
-                print(f"| {name} | {size:,} | {learner} | {r['tokens']:,} | "
+                print(f"| {name} (alphabet {alphabet:,}) | {size:,} | {learner} | "
+                      f"{r['tokens']:,} | "
                       f"{r['suffix']:.1%} | {r['unk']:.3%} ({r['unk_count']:,}) | "
                       f"{r['pieces_per_word']:.3f} | {seconds:.1f} |", flush=True)
 

@@ -50,3 +50,46 @@ def test_build_vocab_warns_once_and_not_when_cased(tmp_path):
     assert len(warnings) == 1 and "Hiragana" in warnings[0], uncased.stderr[-2000:]
     cased = build("--do_lower_case=False")
     assert cased.returncode == 0 and "changes the letters" not in cased.stderr
+
+
+JAPANESE = [
+    ["日本語は日本で話される言語です。", "ヨーロッパの言語とは文法がかなり違います。",
+     "ひらがなとカタカナと漢字を使います。"],
+    ["東京は日本の首都です。", "デパートやビルがたくさんあります。",
+     "電車でどこへでも行けます。"],
+    ["パンはフランスから伝わりました。", "ブドウのジャムをパンにぬります。",
+     "ごはんも人気があります。"],
+] * 6
+
+
+def test_japanese_from_text_to_instances_keeps_its_letters_when_cased(tmp_path):
+    """Text -> vocabulary -> TFRecords, cased, as the README's 'Your own language': the
+    instances decode to the corpus's own characters (dakuten and handakuten kept)."""
+    from data_prep import pretraining_records
+    from data_prep.tokenization import load_vocab
+    corpus = tmp_path / "ja.txt"
+    corpus.write_text("\n\n".join("\n".join(d) for d in JAPANESE) + "\n", encoding="utf-8")
+    vocab, records = tmp_path / "vocab.txt", tmp_path / "ja.tfrecord"
+    for command in (["data_prep.build_vocab", f"--input_file={corpus}",
+                     f"--output_file={vocab}", "--vocab_size=400", "--do_lower_case=False"],
+                    ["data_prep.create_pretraining_data", f"--input_file={corpus}",
+                     f"--output_file={records}", f"--vocab_file={vocab}",
+                     "--do_lower_case=False", "--max_seq_length=64",
+                     "--max_predictions_per_seq=8", "--dupe_factor=2", "--num_workers=1"]):
+        result = subprocess.run([sys.executable, "-m", *command], capture_output=True,
+                                text=True, cwd=ROOT)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "changes the letters" not in result.stderr
+    inverse = {i: t for t, i in load_vocab(str(vocab)).items()}
+    corpus_chars = set(corpus.read_text(encoding="utf-8"))
+    seen = set()
+    for example in pretraining_records.read_examples(str(records)):
+        for token_id in example["input_ids"]:
+            token = inverse[token_id]
+            if not token.startswith("["):
+                seen.update(token.removeprefix("##"))
+    assert seen and seen <= corpus_chars  # nothing decomposed, nothing stripped
+    assert {"で", "パ", "ブ", "デ"} <= seen
+    # Letters that only uncasing would make (パ -> ハ, デ -> テ, で -> て...): none.
+    stripped_only = {casing.uncased(c) for c in corpus_chars} - corpus_chars
+    assert {"ハ", "テ"} <= stripped_only and not seen & stripped_only
