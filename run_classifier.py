@@ -4,7 +4,8 @@ Pipeline position: a pre-trained checkpoint (Google's, Hugging Face's, or
 run_pretraining.py's export) -> here -> eval results, test predictions, and a SavedModel
 that takes raw strings. Same flags as the original `run_classifier.py`, plus the
 distribution / precision / optimizer flags of run_pretraining.py. The task is
-`tasks.classification`; the run is `training.runner.run`.
+`tasks.classification`; the run is `training.runner.run` (a grid of several learning
+rates, batch sizes, epochs or seeds: `training.grid`).
 
     python run_classifier.py --task_name=MRPC --data_dir=glue_data/MRPC \
       --vocab_file=uncased_L-12_H-768_A-12/vocab.txt \
@@ -53,13 +54,14 @@ def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
     from tasks.classification import ClassificationConfig, ClassificationTask
-    from training import runner
+    from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, ClassificationConfig, TrainerConfig, RuntimeConfig)
-    runner.run(ClassificationTask(task_config), trainer, runtime,
-               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+    grid.run(ClassificationTask, task_config, trainer, runtime,
+             training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+             do_predict=FLAGS.do_predict)
 
 
 if __name__ == "__main__":

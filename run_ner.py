@@ -55,13 +55,13 @@ def main(_):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict "
                              "(or --do_eval_only).")
     from tasks.tagging import TaggingConfig, TaggingTask
-    from training import runner
+    from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, TaggingConfig, TrainerConfig, RuntimeConfig)
-    runner.run(TaggingTask(task_config), trainer, runtime,
-               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+    grid.run(TaggingTask, task_config, trainer, runtime, training_flags.grid_axes(FLAGS),
+             do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ def main(_):
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
+    axes = training_flags.grid_axes(FLAGS)
+    if axes:
+        raise app.UsageError(f"--{next(iter(axes))} takes one value here (grids of several "
+                             f"are for the fine-tuning scripts).")
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, PretrainingConfig, TrainerConfig, RuntimeConfig)
     runner.run(PretrainingTask(task_config), trainer, runtime,

@@ -76,7 +76,7 @@ def main(_):
         raise app.UsageError("--question needs --context.")
     from tasks.squad import SquadConfig, SquadTask
     from tasks.squad.data import read_squad_from_text
-    from training import runner
+    from training import grid, runner
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, runtime, *trainer = training_flags.configs_from_flags(
@@ -84,8 +84,9 @@ def main(_):
     task = SquadTask(task_config)
     model = None
     if stages:
-        result = runner.run(task, trainer[0], runtime, do_train=FLAGS.do_train,
-                            do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+        result = grid.run(SquadTask, task_config, trainer[0], runtime,
+                          training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train,
+                          do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
         if result.predict_results is not None:
             print(json.dumps(result.predict_results))
         model = result.model

@@ -179,6 +179,11 @@ def _guarded(main, argv):
         sys.exit(130)
     except Exception as exc:  # the boundary: everything ends here
         logging.flush()
+        if hasattr(exc, "exit_status"):
+            # A run that stopped as asked (a signal), its work saved: its own line and
+            # status (`training.preemption.TrainingStopped`).
+            print(str(exc), file=sys.stderr)
+            sys.exit(exc.exit_status)
         log = _write_log(exc, script)
         if is_known(exc):
             print(f"error: {message(exc)}", file=sys.stderr)

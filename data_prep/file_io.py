@@ -141,7 +141,7 @@ def temporary_name(path):
     return os.path.join(directory, f".tmp-{os.getpid()}-{base}")
 
 
-def _process_alive(pid):
+def process_alive(pid):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -164,7 +164,7 @@ def remove_leftovers(path):
     for leftover in _glob.glob(os.path.join(_glob.escape(directory or "."),
                                             f".tmp-*-{_glob.escape(base)}*")):
         pid = os.path.basename(leftover)[len(".tmp-"):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _process_alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or process_alive(int(pid)):
             continue
         if os.path.basename(leftover) == f".tmp-{pid}-{base}.old" and \
                 not os.path.exists(path):

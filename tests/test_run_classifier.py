@@ -5,8 +5,10 @@ tensorflow + tensorflow_text, and the bad-input errors."""
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -235,3 +237,50 @@ def test_length_bucketed_training_learns_the_task(toy, tmp_path):
     assert results["global_step"] == "120"
     flags = json.loads((out / "training_flags.json").read_text())
     assert flags["bucket_by_length"] is True  # a resumed run checks it did not change
+
+
+def test_a_grid_in_one_command_resumes_and_predicts_from_the_best(toy, tmp_path):
+    """Two learning rates x two seeds: each combination in its own folder, one feature
+    cache, grid_results.tsv, the best combination's best checkpoint as best/, and the
+    predictions equal to those of best/ alone. A SIGTERM in the middle of the grid: the
+    rerun does not train the finished combinations again."""
+    out = tmp_path / "grid"
+    grid = dict(learning_rate="1e-3,3e-5", seed="1,2", num_train_epochs=1, do_train=True,
+                do_eval=True, do_predict=True, save_checkpoints_steps=10, log_steps=1)
+    argv = [str(a) for a in _command(toy, out, **grid)]
+    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    second = out / "lr=0.001,seed=2"
+    deadline = time.time() + 300
+    while not (second / "ckpt-10.index").exists():
+        assert process.poll() is None and time.time() < deadline, process.stderr.read()
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr[-3000:]
+    first_end = (out / "lr=0.001,seed=1" / "metrics.jsonl").read_text().count('"end"')
+    assert first_end == 1
+    _run(argv)  # resumes: the first combination is not run again
+    assert (out / "lr=0.001,seed=1" / "metrics.jsonl").read_text().count('"end"') == 1
+    rows = [line.split("\t") for line in (out / "grid_results.tsv").read_text().splitlines()]
+    header, rows = rows[0], rows[1:]
+    assert header[:5] == ["combination", "learning_rate", "seed", "steps", "best_step"]
+    assert [r[0] for r in rows] == ["lr=0.001,seed=1", "lr=0.001,seed=2",
+                                    "lr=3e-05,seed=1", "lr=3e-05,seed=2"]
+    assert all(r[3] == "20" for r in rows)  # 320 examples, batch 16, one epoch
+    accuracy = [float(r[header.index("accuracy")]) for r in rows]
+    best = rows[int(np.argmax(accuracy))]
+    kept = dict(line.split(" = ") for line in
+                (out / "best" / "best_results.txt").read_text().splitlines())
+    assert kept["grid_combination"] == best[0] and kept["global_step"] == best[4]
+    assert float(kept["accuracy"]) == max(accuracy)
+    # One cache of features for all combinations, in the grid's folder.
+    assert len([p for p in os.listdir(out) if p.startswith("train-")]) == 1
+    assert not any(p.endswith(".tf_record") for sub in rows for p in os.listdir(out / sub[0]))
+    # The grid's predictions are those of best/ alone.
+    alone = tmp_path / "alone"
+    _run(_command(toy, alone, do_predict=True,
+                  init_checkpoint=out / "best" / "model.ckpt"))
+    np.testing.assert_array_equal(np.loadtxt(out / "test_results.tsv"),
+                                  np.loadtxt(alone / "test_results.tsv"))
+    assert f"grid_combination = {best[0]}" in (out / "predictions_from.txt").read_text()

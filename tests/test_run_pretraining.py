@@ -107,36 +107,57 @@ def test_bad_input_is_named(data, tmp_path):
     assert odd.returncode != 0 and "multiple of 4" in odd.stderr
 
 
-def test_killed_run_resumes_to_the_same_final_weights(data, tmp_path):
-    # With dropout, so that the random generators' state must be restored too.
-    config = write_config(tmp_path / "dropout_config.json", hidden_dropout_prob=0.1,
-                          attention_probs_dropout_prob=0.1)
-    flags = dict(num_train_steps=300, save_checkpoints_steps=10, steps_per_loop=5,
-                 log_steps=0, bert_config_file=config)
-    straight = tmp_path / "straight"
-    _run(_command(data, straight, **flags))
-    killed = tmp_path / "killed"
-    process = subprocess.Popen(_command(data, killed, **flags), env=ENV,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _signalled(argv, folder, signum, after="ckpt-20.index"):
+    """Runs `argv`, sends `signum` once `folder/after` exists; returns (status, stderr)."""
+    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 300
-        while not (killed / "ckpt-20.index").exists():
+        while not (folder / after).exists():
             assert process.poll() is None and time.time() < deadline, "run ended early"
             time.sleep(0.01)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
+    return process.returncode, stderr
+
+
+def test_killed_or_preempted_run_resumes_to_the_same_final_weights(data, tmp_path):
+    # With dropout, so that the random generators' state must be restored too.
+    config = write_config(tmp_path / "dropout_config.json", hidden_dropout_prob=0.1,
+                          attention_probs_dropout_prob=0.1)
+    flags = dict(num_train_steps=300, save_checkpoints_steps=10, steps_per_loop=50,
+                 log_steps=0, bert_config_file=config)
+    straight = tmp_path / "straight"
+    _run(_command(data, straight, **flags))
+    a = _checkpoint_arrays(str(straight / "ckpt-300"))
+    assert len(a) > 30
+    # Killed (-9): it resumes from its last checkpoint.
+    killed = tmp_path / "killed"
+    status, _ = _signalled(_command(data, killed, **flags), killed, signal.SIGKILL)
+    assert status == -signal.SIGKILL
     stopped_at = tf.train.latest_checkpoint(str(killed))
     assert stopped_at and int(stopped_at.rsplit("-", 1)[1]) < 300
-    _run(_command(data, killed, **flags))
-    assert tf.train.latest_checkpoint(str(killed)).endswith("ckpt-300")
-    a = _checkpoint_arrays(str(straight / "ckpt-300"))
-    b = _checkpoint_arrays(str(killed / "ckpt-300"))
-    assert a.keys() == b.keys() and len(a) > 30
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    # Preempted (SIGTERM, as a scheduler does): it saves the step it is at, says so in one
+    # line and exits with 128 + 15; the rerun goes on from that step.
+    preempted = tmp_path / "preempted"
+    status, stderr = _signalled(_command(data, preempted, **flags), preempted,
+                                signal.SIGTERM)
+    assert status == 143, stderr[-3000:]
+    step = int(tf.train.latest_checkpoint(str(preempted)).rsplit("-", 1)[1])
+    assert 20 <= step < 300 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"Stopped by SIGTERM at step {step}; saved {preempted}/ckpt-{step}. Rerun the same "
+        f"command to resume from there.")
+    for folder in (killed, preempted):
+        _run(_command(data, folder, **flags))
+        assert tf.train.latest_checkpoint(str(folder)).endswith("ckpt-300")
+        b = _checkpoint_arrays(str(folder / "ckpt-300"))
+        assert a.keys() == b.keys()
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=f"{folder.name}: {name}")
 
 
 def test_mirrored_on_two_cpus_matches_one_device(data, tmp_path):

@@ -65,12 +65,19 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     best = _results(out / "best" / "best_results.txt")
     assert float(best["f1"]) >= float(final["f1"])
     assert best["global_step"] in ("10", "20", "30")
-    # The kept checkpoint, loaded into a fresh model, scores what best_results.txt says.
+    # The kept checkpoint, loaded into a fresh model, scores what best_results.txt says,
+    # and the run's predictions are that model's (best weights by default).
     fresh_task = TaggingTask(config)
-    fresh_task.prepare(str(tmp_path / "fresh"), do_eval=True)
+    fresh_task.prepare(str(tmp_path / "fresh"), do_eval=True, do_predict=True)
     model = fresh_task.build_model(BertConfig.from_json_file(config.bert_config_file))
     load_checkpoint(model, str(out / "best" / "model.ckpt"), strict=True)
     assert fresh_task.evaluate(model)["f1"] == pytest.approx(float(best["f1"]))
+    files, _ = fresh_task.predict(model)
+    assert (out / "test_predictions.txt").read_text() == files["test_predictions.txt"]
+    source = _results(out / "predictions_from.txt")
+    assert source["checkpoint"] == str(out / "best" / "model.ckpt")
+    assert source["global_step"] == best["global_step"]
+    assert float(source["f1"]) == pytest.approx(float(best["f1"]))
     # metrics.jsonl: one evaluation per checkpoint, then the end with the final figures.
     from training import metrics_log
     events = metrics_log.read(str(out / "metrics.jsonl"))
@@ -87,6 +94,7 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     assert sorted(scalars["f1"]) == [(e["step"], pytest.approx(e["f1"])) for e in evaluations]
     assert {"precision", "recall"} <= set(scalars) and "global_step" not in scalars
     assert events[-1]["eval_results"]["f1"] == pytest.approx(result.eval_results["f1"])
+    assert events[-1]["weights"]["global_step"] == int(best["global_step"])
     # The record beside the checkpoints holds the configs' recorded fields.
     recorded = json.loads((out / "training_flags.json").read_text())
     assert recorded["num_train_epochs"] == 3 and recorded["data_dir"] == config.data_dir

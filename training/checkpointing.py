@@ -88,6 +88,11 @@ def remove_partial_saves(directory):
         tf.io.gfile.rmtree(leftover)
 
 
+def step_of(checkpoint_path):
+    """The step in a training checkpoint's name (`output_dir/ckpt-STEP`); 0 for None."""
+    return int(checkpoint_path.rsplit("-", 1)[1]) if checkpoint_path else 0
+
+
 # What reading a damaged checkpoint raises (a truncated data file gives an IndexError).
 READ_ERRORS = (tf.errors.OpError, IndexError, DecodeError)
 
@@ -113,6 +118,13 @@ def restore_latest(checkpoint, manager):
     for path in reversed(manager.checkpoints):
         try:
             status = checkpoint.restore(path)
+        except ValueError as err:  # a weight of another shape: another model
+            first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise ValueError(
+                f"{path}: this training checkpoint does not match the model being trained "
+                f"(a bert_config.json of another size?): {first_line} Use the run's own "
+                f"config to resume it, or another --output_dir (or "
+                f"--overwrite_output_dir) to start afresh.") from err
         except READ_ERRORS as err:
             logging.warning("%s: cannot be read (%s: %s); left in place, trying the "
                             "checkpoint before it.", path, type(err).__name__,

@@ -73,6 +73,9 @@ class RuntimeConfig:
         check(self, {"num_cpu_devices": NON_NEGATIVE})
 
 
+PREDICT_FROM = ("best", "last")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
     """How a task is trained, and where its outputs go.
@@ -95,6 +98,12 @@ class TrainerConfig:
         log_steps: int. Log and summary interval (shortened for short runs and slow
             steps: `training.loop.log_interval`). Defaults to 100.
         keep_checkpoint_max: int. Training checkpoints kept. Defaults to 5.
+        predict_from: str. "best": when the run keeps a best checkpoint (it evaluates),
+            prediction and the export use it; "last": the final weights. Defaults to
+            "best".
+        overwrite_output_dir: bool. Start afresh in an `output_dir` that holds another
+            run: the old run is moved aside (`<output_dir>.replaced-<time>`), never
+            deleted. Defaults to False.
     """
     output_dir: str
     export_dir: Optional[str] = None
@@ -108,8 +117,13 @@ class TrainerConfig:
     iterations_per_loop: int = 1000
     log_steps: int = 100
     keep_checkpoint_max: int = 5
+    predict_from: str = "best"
+    overwrite_output_dir: bool = False
 
     def __post_init__(self):
+        if self.predict_from not in PREDICT_FROM:
+            raise ValueError(f"--predict_from={self.predict_from!r}: must be one of "
+                             f"{', '.join(PREDICT_FROM)}.")
         check(self, {"train_batch_size": WHOLE_POSITIVE, "learning_rate": POSITIVE,
                      "weight_decay_rate": NON_NEGATIVE, "clip_norm": NON_NEGATIVE,
                      "gradient_accumulation_steps": WHOLE_POSITIVE,
@@ -128,7 +142,8 @@ class TaskConfig:
             config.json). Required.
         init_checkpoint: str or None. Initial weights (Google TF1 checkpoint, Hugging Face
             model.safetensors, or this project's checkpoint); None for random weights.
-            Ignored when `output_dir` already holds a checkpoint of this run.
+            When `output_dir` already holds a checkpoint of this run, the run resumes
+            from it; of another run (other recorded flags), it is an error.
         max_seq_length: int. Longest input in WordPiece tokens, specials included.
             Defaults to 128.
         eval_batch_size: int. Defaults to 8.

@@ -16,6 +16,48 @@ from training import distribution
 from training.optimizers import OPTIMIZER_NAMES
 
 
+# Flags that take several comma-separated values for a fine-tuning grid
+# (`training.grid`): every combination is one run.
+GRID_FLAGS = ("learning_rate", "train_batch_size", "num_train_epochs", "seed")
+
+
+class _OneOrMore(flags.ArgumentParser):
+    """A value of `item_parser`'s type, or several, comma-separated (then a tuple)."""
+
+    def __init__(self, item_parser):
+        self.item_parser = item_parser
+
+    def parse(self, argument):
+        if isinstance(argument, (list, tuple)):
+            values = tuple(self.item_parser.parse(a) for a in argument)
+        elif isinstance(argument, str) and "," in argument:
+            values = tuple(self.item_parser.parse(a.strip()) for a in argument.split(",")
+                           if a.strip())
+        else:
+            return self.item_parser.parse(argument)
+        return values if len(values) > 1 else values[0]
+
+    def flag_type(self):
+        return self.item_parser.flag_type()
+
+
+class _OneOrMoreSerializer(flags.ArgumentSerializer):
+    def serialize(self, value):
+        return ",".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
+
+
+def _define_grid_flag(item_parser, name, default, help_text):
+    flags.DEFINE(_OneOrMore(item_parser), name, default,
+                 help_text + " Several values, comma-separated, run a grid (fine-tuning).",
+                 serializer=_OneOrMoreSerializer())
+
+
+def grid_axes(flag_values):
+    """{flag: values} of the grid flags given several values, in `GRID_FLAGS` order."""
+    return {name: flag_values[name].value for name in GRID_FLAGS
+            if name in flag_values and isinstance(flag_values[name].value, tuple)}
+
+
 def define_common_flags():
     f = flags
     f.DEFINE_string("bert_config_file", None, "The bert_config.json of the model.")
@@ -27,9 +69,10 @@ def define_common_flags():
     f.DEFINE_integer("max_seq_length", 128, "Maximum sequence length (WordPiece tokens).")
     f.DEFINE_bool("do_train", False, "Train.")
     f.DEFINE_bool("do_eval", False, "Evaluate.")
-    f.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas).")
+    _define_grid_flag(flags.IntegerParser(), "train_batch_size", 32,
+                      "Global training batch size (all replicas).")
     f.DEFINE_integer("eval_batch_size", 8, "Global evaluation batch size.")
-    f.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
+    _define_grid_flag(flags.FloatParser(), "learning_rate", 5e-5, "Peak learning rate.")
     f.DEFINE_integer("save_checkpoints_steps", 1000, "Save a checkpoint every N steps.")
     f.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps run on the device per call from the host (also "
@@ -39,6 +82,9 @@ def define_common_flags():
                      "for a run of fewer than 4 x N steps, or when N steps take over a "
                      "minute).")
     f.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
+    f.DEFINE_bool("overwrite_output_dir", False, "Start afresh in an --output_dir that "
+                  "holds another run: the old run is moved aside "
+                  "(<output_dir>.replaced-<time>), never deleted.")
     f.DEFINE_enum("distribution_strategy", "one_device", list(distribution.STRATEGIES),
                   "How to spread training over devices and machines (multi_worker_mirrored "
                   "reads TF_CONFIG).")
@@ -60,7 +106,8 @@ def define_common_flags():
     f.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay (not on LayerNorm "
                    "and bias variables).")
     f.DEFINE_float("clip_norm", 1.0, "Global-norm gradient clipping; 0 for none.")
-    f.DEFINE_integer("seed", 12345, "Seed for weight initialisation, dropout and shuffling.")
+    _define_grid_flag(flags.IntegerParser(), "seed", 12345,
+                      "Seed for weight initialisation, dropout and shuffling.")
     # The original's TPU flags.
     f.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
     f.DEFINE_string("tpu_name", None, "The Cloud TPU to use.")
@@ -80,10 +127,13 @@ def define_fine_tuning_flags(do_lower_case=True, predict_batch_size=8):
                   "True for uncased models, False for cased ones.")
     f.DEFINE_bool("do_predict", False, "Predict the test / predict file.")
     f.DEFINE_integer("predict_batch_size", predict_batch_size, "Prediction batch size.")
-    f.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
+    _define_grid_flag(flags.FloatParser(), "num_train_epochs", 3.0, "Training epochs.")
     f.DEFINE_float("warmup_proportion", 0.1, "Share of training steps for linear "
                    "warm-up.")
     f.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
+    f.DEFINE_enum("predict_from", "best", ["best", "last"], "With --do_eval, predict and "
+                  "export with the best checkpoint (by the task's dev metric), or with "
+                  "the last weights.")
 
 
 def _required(field):
@@ -104,11 +154,15 @@ def require_flags(flag_values, names):
 
 def configs_from_flags(flag_values, *config_classes):
     """`config_from_flags` of each class, after checking that no required field of any of
-    them lacks its flag (every missing flag named at once). Returns a tuple."""
+    them lacks its flag (every missing flag named at once). A grid flag with several
+    values (`grid_axes`) gets its first one here. Returns a tuple."""
     require_flags(flag_values, [field.name for config_class in config_classes
                                 for field in dataclasses.fields(config_class)
                                 if _required(field) and field.name in flag_values])
-    return tuple(config_from_flags(c, flag_values) for c in config_classes)
+    firsts = {name: values[0] for name, values in grid_axes(flag_values).items()}
+    return tuple(config_from_flags(c, flag_values, **{
+        name: value for name, value in firsts.items()
+        if name in {f.name for f in dataclasses.fields(c)}}) for c in config_classes)
 
 
 def config_from_flags(config_class, flag_values, **overrides):

@@ -29,6 +29,7 @@ import contextlib
 import math
 import os
 import shutil
+import signal
 import tempfile
 import time
 import weakref
@@ -41,7 +42,7 @@ from tensorflow.core.framework import summary_pb2
 
 from data_prep.packing import INPUT_NAMES
 from data_prep.progress import format_duration
-from training import checkpointing, metrics_log, run_flags
+from training import checkpointing, metrics_log, preemption, run_flags
 from training.distribution import is_chief, worker_index
 
 
@@ -136,6 +137,8 @@ class Trainer:
                                            name="global_step")
             optimizer.build(model.trainable_variables)
         self._variables = model.trainable_variables
+        # Set from another thread when SIGTERM/SIGINT arrives (`training.preemption`).
+        self._stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile)
         self._train_loop = tf.function(self._loop)
         self._writer = None
@@ -156,6 +159,9 @@ class Trainer:
         context = tf.distribute.get_replica_context()
         normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                          self.task.normalizers(batch))
+        # A stop request on any worker stops every replica after this same step.
+        stop = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                  tf.cast(self._stop_requested, tf.int32))
         k = self.accumulation
         if k == 1:
             loss, stats, grads = self._grad_fn(batch, normalizers)
@@ -181,7 +187,7 @@ class Trainer:
             grad_norm = tf.linalg.global_norm(grads)
         self.optimizer.apply(grads, self._variables)
         grad_norm = grad_norm / scale
-        return loss, grad_norm, stats
+        return loss, grad_norm, stats, stop
 
     def _loop(self, iterator, num_steps):
         strategy = self.strategy
@@ -190,9 +196,11 @@ class Trainer:
         stats_sum = None
         last_loss = tf.constant(0.0)
         steps = tf.constant(0)
+        stopped = tf.constant(0)
         for _ in tf.range(num_steps):
             batch = next(iterator)
-            loss, grad_norm, stats = strategy.run(self._replica_step, args=(batch,))
+            loss, grad_norm, stats, stop = strategy.run(self._replica_step, args=(batch,))
+            stopped = strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
             # Values are all-reduced already: every replica holds the same number.
             loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
             grad_norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
@@ -205,10 +213,10 @@ class Trainer:
             norm_sum += grad_norm
             stats_sum = stats if stats_sum is None else {
                 name: stats_sum[name] + stats[name] for name in stats}
-            if not tf.math.is_finite(loss):
+            if not tf.math.is_finite(loss) or stopped > 0:
                 break
         return {"steps": steps, "loss_sum": loss_sum, "grad_norm_sum": norm_sum,
-                "last_loss": last_loss, "stats_sum": stats_sum}
+                "last_loss": last_loss, "stats_sum": stats_sum, "stopped": stopped}
 
     # ------------------------------------------------------------------ host loop
     def _summary_writer(self):
@@ -271,42 +279,53 @@ class Trainer:
         steps_in_run = num_train_steps - step
         log_every = log_interval(log_steps, steps_in_run)
         logs = {}
-        while step < num_train_steps:
-            boundaries = [num_train_steps, step + steps_per_loop,
-                          (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
-            if log_every:
-                boundaries.append((step // log_every + 1) * log_every)
-            num_steps = min(boundaries) - step
-            start = time.perf_counter()
-            with explained_input_errors(self.task):
-                out = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
-                out = tf.nest.map_structure(lambda t: t.numpy(), out)
-            elapsed = time.perf_counter() - start
-            step = int(self.global_step.numpy())
-            if not np.isfinite(out["last_loss"]):
-                raise TrainingDivergedError(
-                    f"The loss became {out['last_loss']} at step {step}; training stopped "
-                    f"without saving. The last good checkpoint is "
-                    f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, check "
-                    f"the input data, or use --dtype=float32.")
-            done = int(out["steps"])
-            log_every = log_interval(log_steps, steps_in_run, elapsed / done)
-            logs = {"loss": out["loss_sum"] / done,
-                    "learning_rate": _learning_rate(self.optimizer),
-                    "gradient_norm": out["grad_norm_sum"] / done}
-            logs.update({name: value / done for name, value in out["stats_sum"].items()
-                         if name != "tokens"})
-            if global_batch_size:
-                logs["sequences_per_second"] = done * global_batch_size / elapsed
-            if "tokens" in out["stats_sum"]:
-                logs["tokens_per_second"] = out["stats_sum"]["tokens"] / elapsed
-            if self.loss_scaling:
-                logs["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
-            self._log(step, num_train_steps, logs)
-            if step % save_checkpoints_steps == 0 or step == num_train_steps:
-                self._save(manager, step)
-            for hook in hooks:
-                hook(step, logs)
+        self._stop_requested.assign(False)
+        with preemption.SignalWatch(lambda: self._stop_requested.assign(True)) as watch:
+            while step < num_train_steps:
+                boundaries = [num_train_steps, step + steps_per_loop,
+                              (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
+                if log_every:
+                    boundaries.append((step // log_every + 1) * log_every)
+                start = time.perf_counter()
+                with explained_input_errors(self.task):
+                    out = self._train_loop(iterator, tf.constant(min(boundaries) - step,
+                                                                 tf.int32))
+                    out = tf.nest.map_structure(lambda t: t.numpy(), out)
+                elapsed = time.perf_counter() - start
+                step = int(self.global_step.numpy())
+                if not np.isfinite(out["last_loss"]):
+                    raise TrainingDivergedError(
+                        f"The loss became {out['last_loss']} at step {step}; training "
+                        f"stopped without saving. The last good checkpoint is "
+                        f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, "
+                        f"check the input data, or use --dtype=float32.")
+                log_every = log_interval(log_steps, steps_in_run, elapsed / int(out["steps"]))
+                logs = self._loop_logs(out, elapsed, global_batch_size)
+                self._log(step, num_train_steps, logs)
+                if out["stopped"]:  # SIGTERM/SIGINT here or on another worker
+                    path = self._save(manager, step)
+                    raise preemption.TrainingStopped(watch.signum or signal.SIGTERM, step,
+                                                     path)
+                if step % save_checkpoints_steps == 0 or step == num_train_steps:
+                    self._save(manager, step)
+                for hook in hooks:
+                    hook(step, logs)
+        return logs
+
+    def _loop_logs(self, out, elapsed, global_batch_size):
+        """The log values of one call of the device loop (`out`: its sums)."""
+        done = int(out["steps"])
+        logs = {"loss": out["loss_sum"] / done,
+                "learning_rate": _learning_rate(self.optimizer),
+                "gradient_norm": out["grad_norm_sum"] / done}
+        logs.update({name: value / done for name, value in out["stats_sum"].items()
+                     if name != "tokens"})
+        if global_batch_size:
+            logs["sequences_per_second"] = done * global_batch_size / elapsed
+        if "tokens" in out["stats_sum"]:
+            logs["tokens_per_second"] = out["stats_sum"]["tokens"] / elapsed
+        if self.loss_scaling:
+            logs["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
         return logs
 
     def _checkpoint_dir(self):
@@ -317,11 +336,14 @@ class Trainer:
                             f"bert_worker_{worker_index(self.strategy)}_{os.getpid()}")
 
     def _save(self, manager, step):
+        if checkpointing.step_of(manager.latest_checkpoint) == step:
+            return manager.latest_checkpoint  # saved at this step already
         path = manager.save(checkpoint_number=step)
         if is_chief(self.strategy):
             logging.info("Saved checkpoint %s", path)
         else:
             shutil.rmtree(self._checkpoint_dir(), ignore_errors=True)
+        return path
 
     def _log(self, step, total, logs):
         start_time, start_step = self._started

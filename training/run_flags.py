@@ -33,6 +33,49 @@ RECORDED_FLAGS = (
     "clip_norm", "dtype", "seed")
 
 
+# Flags a resumed run may change: it is the same run, trained for longer or shorter.
+RESUMABLE_CHANGES = ("num_train_steps", "num_train_epochs")
+
+
+def recorded(output_dir):
+    """The flags recorded in `output_dir` ({} when none can be read)."""
+    path = os.path.join(output_dir, FILE_NAME)
+    if not tf.io.gfile.exists(path):
+        return {}
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            return json.load(f)
+    except (ValueError, tf.errors.OpError) as e:
+        logging.warning("%s: unreadable (%s); cannot check the resumed run's flags.", path, e)
+        return {}
+
+
+def differences(before, values, ignore=()):
+    """{name: (before, now)} of the flags recorded in both that differ."""
+    return {name: (before[name], value) for name, value in values.items()
+            if name in before and before[name] != value and name not in ignore}
+
+
+def describe(changed):
+    return "; ".join(f"--{name}: {old!r} before, {new!r} now"
+                     for name, (old, new) in sorted(changed.items()))
+
+
+def check_same_run(output_dir, values, step):
+    """Raises ValueError when the checkpoints in `output_dir` (the newest at `step`) are of
+    another run: one recorded with other flags than `values` (beyond a longer or shorter
+    schedule). Starting a run with `--init_checkpoint` in such a folder would silently
+    resume the other run instead."""
+    changed = differences(recorded(output_dir), values, ignore=RESUMABLE_CHANGES)
+    if changed:
+        raise ValueError(
+            f"--output_dir={output_dir} holds the checkpoints of another run (up to step "
+            f"{step}; {describe(changed)}), which this command would resume, ignoring "
+            f"--init_checkpoint. To resume that run, rerun its own command; to start this "
+            f"one, use a new --output_dir, or --overwrite_output_dir (moves the old run "
+            f"aside).")
+
+
 def recorded_values(*configs):
     """{name: value} of the recorded flags among the fields of `configs` (dataclasses;
     a tuple is recorded as a list, as JSON reads it back)."""
@@ -54,19 +97,10 @@ def check_and_record(output_dir, values, resumed_step):
     """
     path = os.path.join(output_dir, FILE_NAME)
     changed = {}
-    if resumed_step and tf.io.gfile.exists(path):
-        try:
-            with tf.io.gfile.GFile(path) as f:
-                before = json.load(f)
-        except (ValueError, tf.errors.OpError) as e:
-            logging.warning("%s: unreadable (%s); cannot check the resumed run's flags.",
-                            path, e)
-            before = {}
-        changed = {name: (before[name], value) for name, value in values.items()
-                   if name in before and before[name] != value}
+    if resumed_step:
+        changed = differences(recorded(output_dir), values)
         if changed:
-            listing = "; ".join(f"--{name}: {old!r} before, {new!r} now"
-                                for name, (old, new) in sorted(changed.items()))
+            listing = describe(changed)
             logging.warning(
                 "Resuming %s at step %d with flags that differ from the run that wrote its "
                 "checkpoints: %s. Training continues from the saved weights, optimizer "

@@ -18,19 +18,25 @@ Pipeline position: the four entry points (`run_pretraining.py`, `run_classifier.
 
 What a run does, in order:
   1. the strategy and precision (`training.distribution.set_up`), the model config and
-     its length check, the task's inputs read and checked (`Task.prepare`);
+     its length check; the chief locks `output_dir` for the run (`training.run_lock`),
+     and before training moves an old run aside (`overwrite_output_dir`) or refuses an
+     `init_checkpoint` that another run's checkpoints there would silently override;
+     the task's inputs read and checked (`Task.prepare`);
   2. the model: the newest checkpoint of `output_dir` when there is one (a rerun resumes),
      else `init_checkpoint`;
   3. training (`training.loop.Trainer`), with the optimizer of `training.optimizers`;
      with evaluation, the task is evaluated at every checkpoint and the best one (by the
      task's `main_metric`) is kept in `output_dir/best/` with `best_results.txt`;
-  4. evaluation -> `output_dir/eval_results.txt`; prediction -> the task's files in
-     `output_dir`; the export -> `export_dir`. Only the chief worker writes.
+  4. evaluation of the final weights -> `output_dir/eval_results.txt`; prediction -> the
+     task's files in `output_dir`, and the export -> `export_dir`, both from the best
+     checkpoint when there is one (`predict_from`, which `predictions_from.txt` and
+     metrics.jsonl's "end" line name). Only the chief worker writes.
 """
 
 import dataclasses
 import numbers
 import os
+import time
 from typing import Optional
 
 import tensorflow as tf
@@ -40,13 +46,15 @@ from data_prep import file_io
 from data_prep.graph_tokenizer import require_text
 from data_prep.tokenization import validate_case_matches_checkpoint
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
-from training import checkpointing, distribution, loop, metrics_log, run_flags
+from training import checkpointing, distribution, loop, metrics_log, run_flags, run_lock
 from training.config import FineTuningConfig, RuntimeConfig
 from training.optimizers import create_optimizer
+from training.run_lock import RunLock
 
 EVAL_RESULTS = "eval_results.txt"
 BEST_DIR = "best"
 BEST_RESULTS = "best_results.txt"
+PREDICTIONS_FROM = "predictions_from.txt"  # which weights the predictions came from
 EVAL_SUMMARIES = "eval"  # TensorBoard scalars of every evaluation, beside "train"
 
 
@@ -55,7 +63,8 @@ class RunResult:
     """What a run produced (None where the stage did not run).
 
     Attributes:
-        model: the task's model, with its final weights.
+        model: the task's model, with the weights it predicted and exported with (the
+            best checkpoint's when the run kept one, unless `predict_from="last"`).
         train_logs: the last training loop's logs (loss, learning rate, ...).
         eval_results: the metrics written to eval_results.txt.
         predict_results: the task's metrics of its predictions, when it has them (SQuAD
@@ -83,12 +92,8 @@ def model_config(task):
 
 def checkpoint_step(output_dir):
     """The step of the newest training checkpoint in `output_dir` (0 if none)."""
-    return step_of(tf.train.latest_checkpoint(output_dir) if output_dir else None)
-
-
-def step_of(checkpoint_path):
-    """The step in a training checkpoint's name (`output_dir/ckpt-STEP`); 0 for None."""
-    return int(checkpoint_path.rsplit("-", 1)[1]) if checkpoint_path else 0
+    return checkpointing.step_of(tf.train.latest_checkpoint(output_dir) if output_dir
+                                 else None)
 
 
 def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=True):
@@ -264,7 +269,7 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
 
 
 def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False,
-        do_predict=False, hooks=()):
+        do_predict=False, hooks=(), prepared=False):
     """Runs `task`'s stages (see the module docstring).
 
     Args:
@@ -273,6 +278,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         runtime: `training.config.RuntimeConfig`.
         do_train, do_eval, do_predict: bool. The stages to run.
         hooks: callables `hook(step, logs)` run after each training loop.
+        prepared: bool. `task.prepare` was called already for these stages (a grid's
+            runs share one task's inputs, `training.grid`).
 
     Returns:
         `RunResult`.
@@ -281,9 +288,39 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         raise ValueError("Nothing to do: set do_train, do_eval, do_predict or export_dir.")
     bert_config = model_config(task)
     strategy, loss_scale = distribution.set_up(runtime)
+    file_io.makedirs(trainer.output_dir)
+    if not distribution.is_chief(strategy):
+        return _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale,
+                           do_train, do_eval, do_predict, hooks, prepared)
+    with RunLock(trainer.output_dir) as lock:
+        if do_train:
+            _start_or_resume(task, trainer, runtime, lock)
+        return _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale,
+                           do_train, do_eval, do_predict, hooks, prepared)
+
+
+def _start_or_resume(task, trainer, runtime, lock):
+    """Before training, on the chief: `--overwrite_output_dir` moves an old run aside; an
+    `--init_checkpoint` with another run's checkpoints in `output_dir` is refused (the
+    run would resume them in silence)."""
+    output_dir, step = trainer.output_dir, checkpoint_step(trainer.output_dir)
+    if trainer.overwrite_output_dir:
+        if os.listdir(output_dir) != [run_lock.FILE_NAME]:
+            file_io.refuse_inputs_as_outputs(
+                {"overwrite_output_dir": output_dir}, task.input_paths())
+            aside = lock.move_folder_aside(time.strftime("replaced-%Y%m%d-%H%M%S"))
+            logging.warning("--overwrite_output_dir: the run that was in %s is now in %s.",
+                            output_dir, aside)
+    elif step and task.config.init_checkpoint:
+        run_flags.check_same_run(output_dir, run_flags.recorded_values(
+            runtime, trainer, task.config), step)
+
+
+def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_train,
+                do_eval, do_predict, hooks, prepared):
     output_dir = trainer.output_dir
-    file_io.makedirs(output_dir)
-    task.prepare(output_dir, do_train=do_train, do_eval=do_eval, do_predict=do_predict)
+    if not prepared:
+        task.prepare(output_dir, do_train=do_train, do_eval=do_eval, do_predict=do_predict)
     inputs = task.input_paths()
     export_dir = trainer.export_dir or (task.default_export_dir(output_dir) if do_train
                                         else None)
@@ -300,22 +337,17 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     if do_train:
         result.train_logs, keeper = train(task, model, trainer, runtime, strategy,
                                           loss_scale, keep_best=do_eval, hooks=hooks)
+    step = checkpoint_step(output_dir) if do_train else checkpointing.step_of(restored)
     if do_eval and (chief or task.evaluate_on_every_worker):
-        step = checkpoint_step(output_dir) if do_train else step_of(restored)
-        if keeper and keeper.latest and keeper.latest[0] == step:
-            results = dict(keeper.latest[1])  # the model was just evaluated at this step
-        else:
-            results = task.evaluate(model, strategy)
-        results["global_step"] = step
-        if chief:
-            if not (keeper and keeper.latest and keeper.latest[0] == step):
-                record_evaluation(metrics, output_dir, step, results)
-            path = os.path.join(output_dir, EVAL_RESULTS)
-            file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
-            _write_results(task, path, results)
-        result.eval_results = results
+        result.eval_results = _evaluate(task, model, strategy, output_dir, step, keeper,
+                                        metrics, inputs, chief)
+    weights = None
+    if (do_predict or export_dir) and chief and trainer.predict_from == "best":
+        weights = _load_best(task, model, output_dir, step)
     if do_predict and chief:
         files, result.predict_results = task.predict(model)
+        if weights:
+            files[PREDICTIONS_FROM] = "".join(f"{k} = {v}\n" for k, v in weights.items())
         paths = {os.path.join(output_dir, name): text for name, text in files.items()}
         file_io.refuse_inputs_as_outputs({"output_dir": list(paths)}, inputs)
         for path, text in paths.items():
@@ -325,7 +357,46 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         task.export(model, export_dir)
         result.export_dir = export_dir
     if chief:
-        metrics.write("end", step=checkpoint_step(output_dir) if do_train else
-                      step_of(restored), eval_results=result.eval_results,
-                      predict_results=result.predict_results, export_dir=result.export_dir)
+        metrics.write("end", step=step, eval_results=result.eval_results,
+                      predict_results=result.predict_results, export_dir=result.export_dir,
+                      weights=weights or {"checkpoint": "last", "global_step": step})
     return result
+
+
+def _evaluate(task, model, strategy, output_dir, step, keeper, metrics, inputs, chief):
+    """The final weights' dev results, written to eval_results.txt (the chief)."""
+    if keeper and keeper.latest and keeper.latest[0] == step:
+        results = dict(keeper.latest[1])  # the model was just evaluated at this step
+    else:
+        results = task.evaluate(model, strategy)
+    results["global_step"] = step
+    if chief:
+        if not (keeper and keeper.latest and keeper.latest[0] == step):
+            record_evaluation(metrics, output_dir, step, results)
+        path = os.path.join(output_dir, EVAL_RESULTS)
+        file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
+        _write_results(task, path, results)
+    return results
+
+
+def _load_best(task, model, output_dir, last_step):
+    """Gives `model` the weights of `output_dir/best/` when the run kept one; returns what
+    was loaded ({"checkpoint", "global_step", the main metric}) or None."""
+    path = os.path.join(output_dir, BEST_DIR, "model.ckpt")
+    results_path = os.path.join(output_dir, BEST_DIR, BEST_RESULTS)
+    if not file_io.exists(path + ".index") or not file_io.exists(results_path):
+        return None
+    with tf.io.gfile.GFile(results_path) as f:
+        best = dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
+    load_checkpoint(model, path, strict=True)
+    weights = {"checkpoint": path, "global_step": int(best.get("global_step", -1))}
+    if task.main_metric in best:
+        weights[task.main_metric] = float(best[task.main_metric])
+    if "grid_combination" in best:  # `training.grid`'s choice
+        weights["grid_combination"] = best["grid_combination"]
+    logging.info("Predicting and exporting with the best checkpoint, %s: step %d of %d%s "
+                 "(--predict_from=last uses the last weights).", path,
+                 weights["global_step"], last_step,
+                 f", dev {task.main_metric} = {weights[task.main_metric]:.4f}"
+                 if task.main_metric in weights else "")
+    return weights
