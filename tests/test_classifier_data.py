@@ -3,7 +3,10 @@ their error messages, the in-graph packing against the original's truncation rul
 two tokenizers' features."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ from tasks.classification.features import convert_examples
 from data_prep.graph_packing import pack_ids
 from data_prep.packing import truncate_seq_pair
 from data_prep.tokenization import validate_case_matches_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def write(folder, name, text):
@@ -167,3 +172,73 @@ def test_python_and_graph_features_are_identical(tmp_path):
     b = convert_examples(examples, str(vocab), True, 16, "graph")
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def _mnli_folder(root, rows=6):
+    """GLUE's layout: glue_data/MNLI with its five files, glue_data/diagnostic beside."""
+    mnli, diagnostic = root / "MNLI", root / "diagnostic"
+    mnli.mkdir()
+    diagnostic.mkdir()
+    head = "\t".join(["index", "promptID", "pairID", "genre", "s1_bp", "s2_bp", "s1_p",
+                      "s2_p", "sentence1", "sentence2"])
+    labels = ["entailment", "neutral", "contradiction"]
+    for name in ("train.tsv", "dev_matched.tsv", "dev_mismatched.tsv"):
+        body = "".join("\t".join([str(i)] + ["x"] * 7 + ["good movie", "a film",
+                                                         labels[i % 3], labels[i % 3]]) + "\n"
+                       for i in range(rows))
+        (mnli / name).write_text(head + "\tlabel1\tgold_label\n" + body)
+    for name in ("test_matched.tsv", "test_mismatched.tsv"):
+        (mnli / name).write_text(head + "\n" + "".join(
+            "\t".join([str(i)] + ["x"] * 7 + ["good movie", "a film"]) + "\n"
+            for i in range(rows)))
+    (diagnostic / "diagnostic.tsv").write_text("index\tsentence1\tsentence2\n" + "".join(
+        f"{i}\tThe cat sat.\tA cat sat.\n" for i in range(4)))
+    return mnli
+
+
+def test_mnli_predicts_the_glue_diagnostic_set_and_the_submission_bundles_it(
+        tmp_path, tiny_config_dict, write_vocab):
+    import zipfile
+    from tasks.classification import ClassificationConfig, ClassificationTask
+    from modeling import BertConfig
+    mnli = _mnli_folder(tmp_path)
+    vocab = write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "movie", "a",
+                         "film", "the", "cat", "sat", "."])
+    (tmp_path / "bert_config.json").write_text(json.dumps(tiny_config_dict))
+    task = ClassificationTask(ClassificationConfig(
+        task_name="MNLI", data_dir=str(mnli), vocab_file=vocab, max_seq_length=16,
+        bert_config_file=str(tmp_path / "bert_config.json")))
+    out = tmp_path / "mnli_out"
+    out.mkdir()
+    task.prepare(str(out), do_predict=True)
+    model = task.build_model(BertConfig.from_json_file(str(tmp_path / "bert_config.json")))
+    files, _ = task.predict(model)
+    assert {"MNLI-m.tsv", "MNLI-mm.tsv", "AX.tsv", "test_results_ax.tsv"} <= set(files)
+    ax = files["AX.tsv"].splitlines()
+    assert ax[0] == "index\tprediction" and [r.split("\t")[0] for r in ax[1:]] == [
+        "0", "1", "2", "3"]
+    assert {r.split("\t")[1] for r in ax[1:]} <= {"entailment", "neutral", "contradiction"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    # Another run's file, and the bundle: every file checked, the zip at the top level.
+    other = tmp_path / "mrpc_out"
+    other.mkdir()
+    (other / "MRPC.tsv").write_text("index\tprediction\n0\t1\n1\t0\n")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "glue_submission.py"),
+         f"--run_dirs={out},{other}", f"--output_file={tmp_path / 'glue.zip'}"],
+        capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "AX.tsv: 4 predictions" in result.stdout
+    assert "4 rows, the official test set has 1104" in result.stderr
+    assert "No file for CoLA, SST-2, STS-B, QQP, QNLI, RTE, WNLI" in result.stderr
+    with zipfile.ZipFile(tmp_path / "glue.zip") as archive:
+        assert sorted(archive.namelist()) == ["AX.tsv", "MNLI-m.tsv", "MNLI-mm.tsv",
+                                              "MRPC.tsv"]
+    (other / "MRPC.tsv").write_text("index\tprediction\n0\tyes\n")
+    bad = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "glue_submission.py"), f"--run_dirs={other}",
+         f"--output_file={tmp_path / 'bad.zip'}"], capture_output=True, text=True, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT))
+    assert bad.returncode == 1 and "MRPC.tsv:2: 'yes' is not one of ['0', '1']" in bad.stderr
+    assert not (tmp_path / "bad.zip").exists()

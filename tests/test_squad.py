@@ -258,6 +258,60 @@ def test_predictions_from_logits_by_hand(tmp_path):
     assert predictions == {"q1": "Bob"}
 
 
+def test_predictions_at_the_best_null_threshold_need_no_model():
+    """SQuAD 2.0: the null threshold that is best on a dev file, and the answers at it,
+    from the n-best lists and null odds alone (no second pass of the model). By hand."""
+    from tasks.squad.metrics import best_null_threshold
+    from tasks.squad.predictions import at_threshold
+    nbest = {"a": [{"text": ""}, {"text": "Eiffel Tower"}],
+             "n1": [{"text": "Paris"}, {"text": ""}],
+             "n2": [{"text": ""}]}
+    odds = {"a": -0.5, "n1": 1.0, "n2": 2.0}
+    # Odds above the threshold answer nothing, the others their best non-empty answer.
+    assert at_threshold(nbest, odds, 0.0) == {"a": "Eiffel Tower", "n1": "", "n2": ""}
+    assert at_threshold(nbest, odds, 1.5) == {"a": "Eiffel Tower", "n1": "Paris", "n2": ""}
+    assert at_threshold(nbest, odds, -1.0) == {"a": "", "n1": "", "n2": ""}
+    v2 = [{"paragraphs": [{"qas": [{"id": "a", "answers": [{"text": "Eiffel Tower"}]},
+                                   {"id": "n1", "answers": []}, {"id": "n2", "answers": []}]}]}]
+    answers = at_threshold(nbest, odds, float("inf"))
+    # Nothing answered: n1 and n2 right (2/3); then a answered (+1): 3/3 at its odds,
+    # -0.5; then n1 answered "Paris" (-1): worse.
+    assert best_null_threshold(v2, answers, odds) == (-0.5, pytest.approx(100.0))
+    assert evaluate_v2(v2, at_threshold(nbest, odds, -0.5))["f1"] == pytest.approx(100.0)
+    # When answering never helps, the threshold is below every odds: nothing answered.
+    odds = {"a": 1.5, "n1": 1.0, "n2": 2.0}
+    threshold, f1 = best_null_threshold(v2, answers, odds)
+    assert threshold < 1.0 and f1 == pytest.approx(100 * 2 / 3)
+
+
+def test_v2_prediction_writes_the_answers_at_the_best_threshold(tmp_path, tiny_config_dict):
+    from tasks.squad import SquadConfig, SquadTask
+    _tokenizer(tmp_path, ["eiffel", "tower", "paris", "where", "?"])
+    (tmp_path / "bert_config.json").write_text(json.dumps(tiny_config_dict))
+    context = "Eiffel Tower Paris"
+    path = _write(tmp_path / "dev-v2.json", [{"paragraphs": [{"context": context, "qas": [
+        {"id": "a", "question": "where ?", "answers": [{"text": "Eiffel Tower",
+                                                       "answer_start": 0}]},
+        {"id": "n1", "question": "where ?", "answers": [], "is_impossible": True}]}]}])
+    task = SquadTask(SquadConfig(
+        bert_config_file=str(tmp_path / "bert_config.json"), vocab_file=str(tmp_path / "vocab.txt"),
+        predict_file=path, version_2_with_negative=True, max_seq_length=32, doc_stride=8))
+    task.prepare(str(tmp_path), do_predict=True)
+    nbest = {"a": [{"text": ""}, {"text": "Eiffel Tower"}], "n1": [{"text": "Paris"}]}
+    odds = {"a": 0.7, "n1": 1.0}  # the default threshold (0.0) answers neither
+    task.answers = lambda model, examples, features: (
+        {"a": "", "n1": ""}, nbest, odds)
+    files, results = task.predict(model=None)
+    assert json.loads(files["predictions.json"]) == {"a": "", "n1": ""}
+    assert results["f1"] == pytest.approx(50.0)
+    # Answering a (odds 0.7) but not n1 (1.0) is right on both: threshold 0.7.
+    assert json.loads(files["predictions_best_threshold.json"]) == {
+        "a": "Eiffel Tower", "n1": ""}
+    assert results["best_threshold"] == pytest.approx(0.7)
+    assert results["best_threshold_f1"] == pytest.approx(100.0)
+    assert "best_threshold_f1 = 100.0" in files["eval_results.txt"]
+
+
 def test_cjk_and_accents_read_and_convert(tmp_path):
     data = [{"paragraphs": [{"context": "東京は日本の首都です。 Café  Zürich ok",
                              "qas": [{"id": "x", "question": "どこ?", "answers": [

@@ -146,15 +146,42 @@ class QqpProcessor(DataProcessor):
 
 
 class MnliProcessor(DataProcessor):
+    """MNLI, and the GLUE diagnostic set (AX, predicted by the MNLI model for the
+    leaderboard): `test_ax` is GLUE's `diagnostic/diagnostic.tsv` beside the MNLI folder
+    (`glue_data/diagnostic/`), or `diagnostic.tsv` / `AX.tsv` in it."""
     labels = ["contradiction", "entailment", "neutral"]
     files = {"train": "train.tsv", "dev": "dev_matched.tsv",
              "dev_mismatched": "dev_mismatched.tsv", "test": "test_matched.tsv",
              "test_mismatched": "test_mismatched.tsv"}
     columns = (8, 9, -1)
     test_columns = (8, 9)
+    AX_FILES = (os.path.join(os.pardir, "diagnostic", "diagnostic.tsv"), "diagnostic.tsv",
+                "AX.tsv")
 
     def splits(self):
         return ["dev", "dev_mismatched"]
+
+    def path(self, split):
+        if split != "test_ax":
+            return super().path(split)
+        found = [os.path.join(self.data_dir, name) for name in self.AX_FILES
+                 if os.path.exists(os.path.join(self.data_dir, name))]
+        return os.path.normpath(found[0]) if found else None
+
+    def get_examples(self, split):
+        if split != "test_ax":
+            return super().get_examples(split)
+        path, examples = self.path(split), []
+        for line, row in enumerate(read_tsv(path), start=1):
+            if line == 1 or not row:
+                continue
+            if len(row) < 3:
+                raise DataError(f"{path}:{line}: {len(row)} columns, expected index, "
+                                f"sentence1 and sentence2 (GLUE's diagnostic.tsv).")
+            examples.append(InputExample(f"test_ax-{row[0]}", row[1], row[2]))
+        if not examples:
+            raise DataError(f"{path}: no examples.")
+        return examples
 
 
 class QnliProcessor(DataProcessor):

@@ -12,6 +12,7 @@ score.
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 import numpy as np
@@ -124,8 +125,15 @@ class ClassificationTask(Task):
                 split, self.processor.get_examples(split)) for split in
                 self.processor.splits()}
         if do_predict:
-            splits = ["test", "test_mismatched"] if c.task_name.lower() == "mnli" \
-                else ["test"]
+            splits = ["test"]
+            if c.task_name.lower() == "mnli":
+                splits.append("test_mismatched")
+                if self.processor.path("test_ax"):
+                    splits.append("test_ax")  # GLUE's diagnostic set, from this model
+                else:
+                    logging.info("No GLUE diagnostic file (%s): AX.tsv is not written.",
+                                 os.path.join(c.data_dir, os.pardir, "diagnostic",
+                                              "diagnostic.tsv"))
             for split in splits:
                 examples = self.processor.get_examples(split)
                 self.pair = any(e.text_b for e in examples) or self.pair
@@ -213,13 +221,13 @@ class ClassificationTask(Task):
         for split, (examples, path) in self.test_sets.items():
             outputs, _ = self._outputs_and_labels(model, path,
                                                   self.config.predict_batch_size)
-            suffix = "" if split == "test" else "_mismatched"
+            suffix = split[len("test"):]  # "", "_mismatched", "_ax"
             rows = [("\t".join(f"{p:.6f}" for p in row) if outputs.ndim > 1
                      else f"{row:.6f}") for row in outputs]
             files[f"test_results{suffix}.tsv"] = "\n".join(rows) + "\n"
             name = GLUE_SUBMISSION.get(self.config.task_name.lower())
             if name:
-                name = "MNLI-mm" if suffix else name
+                name = {"_mismatched": "MNLI-mm", "_ax": "AX"}.get(suffix, name)
                 predictions = outputs if self.regression else [
                     self.label_list[i] for i in outputs.argmax(-1)]
                 ids = [e.guid.split("-", 1)[1] for e in examples]

@@ -152,3 +152,30 @@ def _best_threshold(predictions, scores, odds, has_answer):
         if current > best:
             best, threshold = current, odds[qid]
     return 100.0 * best / len(scores) if scores else 0.0, threshold
+
+
+def best_null_threshold(dataset, answers, null_odds):
+    """The SQuAD 2.0 null-score threshold with the best F1 when each question gets its best
+    non-null answer (`answers`) if its null odds are at most the threshold, and no answer
+    otherwise: (threshold, that F1). It starts from no answer at all (a threshold below
+    every odds; the official script starts at 0.0, meant for probabilities) and answers
+    the questions in the order of their odds."""
+    base, gain = 0.0, {}
+    for qa in questions(dataset):
+        qid = qa["id"]
+        if qid not in answers or qid not in null_odds:
+            continue
+        golds = [text for text in gold_texts(qa) if normalize_answer(text)]
+        unanswered = 0.0 if golds else 1.0
+        answered = max(_v2_f1(_prediction(answers, qid), g) for g in golds or [""])
+        base += unanswered
+        gain[qid] = answered - unanswered
+    if not gain:
+        return 0.0, 0.0
+    best = current = base
+    threshold = min(null_odds[q] for q in gain) - 1.0
+    for qid in sorted(gain, key=lambda q: null_odds[q]):
+        current += gain[qid]
+        if current > best:
+            best, threshold = current, null_odds[qid]
+    return threshold, 100.0 * best / len(gain)

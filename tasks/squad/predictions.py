@@ -122,3 +122,14 @@ def compute_predictions(examples, features, start_logits, end_logits, n_best_siz
         predictions[example.qas_id] = "" if diff > null_score_diff_threshold else \
             best_non_null["text"]
     return predictions, all_nbest, null_odds
+
+
+def at_threshold(nbest, null_odds, threshold):
+    """SQuAD 2.0 answers at another null-score threshold, from `compute_predictions`'s
+    n-best lists and null odds, without running the model again: no answer where the
+    null score beats the best answer by more than `threshold`, else the best answer."""
+    answers = {}
+    for qid, entries in nbest.items():
+        best_non_null = next((n["text"] for n in entries if n["text"]), "")
+        answers[qid] = "" if null_odds.get(qid, 0.0) > threshold else best_non_null
+    return answers

@@ -24,7 +24,11 @@ from data_prep.tokenization import FullTokenizer
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
 from tasks.squad.export import export_squad
+from tasks.squad.predictions import at_threshold as predictions_at_threshold
 from tasks.squad.predictions import compute_predictions
+
+# SQuAD 2.0 with gold answers: the predictions at the null threshold best on that file.
+BEST_THRESHOLD_PREDICTIONS = "predictions_best_threshold.json"
 from training import loop
 from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
@@ -179,7 +183,9 @@ class SquadTask(Task):
 
     def predict(self, model):
         """predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the
-        predict file holds answers, eval_results.txt with their scores."""
+        predict file holds answers, eval_results.txt with their scores (v2.0: also the
+        predictions at the best null threshold on that file, `BEST_THRESHOLD_PREDICTIONS`,
+        and their scores, `best_threshold_*`)."""
         predictions, nbest, null_odds = self.answers(model, self.predict_examples,
                                                      self.predict_features)
         named = [("predictions.json", predictions), ("nbest_predictions.json", nbest)]
@@ -192,8 +198,27 @@ class SquadTask(Task):
         results = None
         if has_answers(self.predict_json):
             results = self._scored(predictions, null_odds)
+            if self.config.version_2_with_negative:
+                files.update(self._at_best_threshold(nbest, null_odds, results))
             files["eval_results.txt"] = self.format_results(results)
         return files, results
+
+    def _at_best_threshold(self, nbest, null_odds, results):
+        """v2.0 with gold answers: the predictions at the null threshold that is best on
+        this file, and their scores (added to `results`), from the n-best lists."""
+        threshold, _ = metrics.best_null_threshold(
+            self.predict_json["data"],
+            predictions_at_threshold(nbest, null_odds, float("inf")), null_odds)
+        answers = predictions_at_threshold(nbest, null_odds, threshold)
+        scored = self._scored(answers, null_odds)
+        results.update({"best_threshold": threshold,
+                        "best_threshold_exact": scored["exact"],
+                        "best_threshold_f1": scored["f1"]})
+        logging.info("At the best null threshold on %s (--null_score_diff_threshold=%g): "
+                     "exact %.2f, F1 %.2f -> %s.", self.config.predict_file, threshold,
+                     scored["exact"], scored["f1"], BEST_THRESHOLD_PREDICTIONS)
+        return {BEST_THRESHOLD_PREDICTIONS: json.dumps(answers, indent=4,
+                                                       ensure_ascii=False) + "\n"}
 
     def answer(self, model, question, context):
         """The best answer to one question about `context`, with its probability and

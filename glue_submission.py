@@ -1,0 +1,45 @@
+"""Bundle the GLUE test predictions of several run_classifier.py runs for the leaderboard.
+
+Pipeline position: fine-tuning with --do_predict on each GLUE task (MNLI also predicts
+the diagnostic set, AX.tsv, when GLUE's `diagnostic/diagnostic.tsv` is beside its folder)
+-> here -> one zip of CoLA.tsv, SST-2.tsv, ..., AX.tsv, checked against the leaderboard's
+format (`tasks.classification.submission`).
+
+    python glue_submission.py --run_dirs=cola_out,sst2_out,mrpc_out,stsb_out,qqp_out,\
+mnli_out,qnli_out,rte_out,wnli_out --output_file=glue_submission.zip
+"""
+
+from absl import flags, logging
+
+from data_prep import cli
+
+flags.DEFINE_list("run_dirs", None, "The --output_dir of each task's run_classifier.py "
+                  "--do_predict run.")
+flags.DEFINE_string("output_file", "glue_submission.zip", "The zip to write.")
+FLAGS = flags.FLAGS
+
+
+def main(_):
+    from data_prep import file_io
+    from tasks.classification import submission
+
+    files = submission.collect(FLAGS.run_dirs)
+    file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file},
+                                     {"run_dirs": list(files.values())})
+    for task, path in sorted(files.items()):
+        rows, note = submission.check(task, path)
+        if note:
+            logging.warning("%s: %s (a leaderboard submission needs the whole test set).",
+                            path, note)
+        print(f"{task}.tsv: {rows:,} predictions from {path}")
+    missing = [task for task in submission.TASKS if task not in files]
+    if missing:
+        logging.warning("No file for %s: the leaderboard scores a submission only when "
+                        "every task is in it.", ", ".join(missing))
+    submission.write(files, FLAGS.output_file)
+    print(f"Wrote {FLAGS.output_file} ({len(files)} of {len(submission.TASKS)} tasks).")
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["run_dirs"])
+    cli.run(main)
