@@ -388,15 +388,16 @@ def _load_best(task, model, output_dir, last_step):
         return None
     with tf.io.gfile.GFile(results_path) as f:
         best = dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
-    load_checkpoint(model, path, strict=True)
+    if task.config.init_checkpoint != path:  # else it has these weights already
+        load_checkpoint(model, path, strict=True)
     weights = {"checkpoint": path, "global_step": int(best.get("global_step", -1))}
     if task.main_metric in best:
         weights[task.main_metric] = float(best[task.main_metric])
     if "grid_combination" in best:  # `training.grid`'s choice
         weights["grid_combination"] = best["grid_combination"]
-    logging.info("Predicting and exporting with the best checkpoint, %s: step %d of %d%s "
+    logging.info("Predicting and exporting with the best checkpoint, %s: step %d%s%s "
                  "(--predict_from=last uses the last weights).", path,
-                 weights["global_step"], last_step,
+                 weights["global_step"], f" of {last_step}" if last_step else "",
                  f", dev {task.main_metric} = {weights[task.main_metric]:.4f}"
                  if task.main_metric in weights else "")
     return weights
