@@ -18,7 +18,6 @@ Corpora:
 """
 
 import argparse
-import bz2
 import os
 import sys
 import tempfile

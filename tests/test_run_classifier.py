@@ -240,17 +240,17 @@ def test_length_bucketed_training_learns_the_task(toy, tmp_path):
 
 
 def test_a_grid_in_one_command_resumes_and_predicts_from_the_best(toy, tmp_path):
-    """Two learning rates x two seeds: each combination in its own folder, one feature
-    cache, grid_results.tsv, the best combination's best checkpoint as best/, and the
-    predictions equal to those of best/ alone. A SIGTERM in the middle of the grid: the
-    rerun does not train the finished combinations again."""
+    """Two learning rates: each combination in its own folder, one feature cache,
+    grid_results.tsv, the best combination's best checkpoint as best/, and the predictions
+    equal to those of best/ alone. A SIGTERM in the middle of the grid: the rerun does
+    not train the finished combination again."""
     out = tmp_path / "grid"
-    grid = dict(learning_rate="1e-3,3e-5", seed="1,2", num_train_epochs=1, do_train=True,
+    grid = dict(learning_rate="1e-3,3e-5", num_train_epochs=1, do_train=True,
                 do_eval=True, do_predict=True, save_checkpoints_steps=10, log_steps=1)
     argv = [str(a) for a in _command(toy, out, **grid)]
     process = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
-    second = out / "lr=0.001,seed=2"
+    second = out / "lr=3e-05"
     deadline = time.time() + 300
     while not (second / "ckpt-10.index").exists():
         assert process.poll() is None and time.time() < deadline, process.stderr.read()
@@ -258,21 +258,20 @@ def test_a_grid_in_one_command_resumes_and_predicts_from_the_best(toy, tmp_path)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 143, stderr[-3000:]
-    first_end = (out / "lr=0.001,seed=1" / "metrics.jsonl").read_text().count('"end"')
+    first_end = (out / "lr=0.001" / "metrics.jsonl").read_text().count('"end"')
     assert first_end == 1
     _run(argv)  # resumes: the first combination is not run again
-    assert (out / "lr=0.001,seed=1" / "metrics.jsonl").read_text().count('"end"') == 1
+    assert (out / "lr=0.001" / "metrics.jsonl").read_text().count('"end"') == 1
     rows = [line.split("\t") for line in (out / "grid_results.tsv").read_text().splitlines()]
     header, rows = rows[0], rows[1:]
-    assert header[:5] == ["combination", "learning_rate", "seed", "steps", "best_step"]
-    assert [r[0] for r in rows] == ["lr=0.001,seed=1", "lr=0.001,seed=2",
-                                    "lr=3e-05,seed=1", "lr=3e-05,seed=2"]
-    assert all(r[3] == "20" for r in rows)  # 320 examples, batch 16, one epoch
+    assert header[:4] == ["combination", "learning_rate", "steps", "best_step"]
+    assert [r[0] for r in rows] == ["lr=0.001", "lr=3e-05"]
+    assert all(r[2] == "20" for r in rows)  # 320 examples, batch 16, one epoch
     accuracy = [float(r[header.index("accuracy")]) for r in rows]
     best = rows[int(np.argmax(accuracy))]
     kept = dict(line.split(" = ") for line in
                 (out / "best" / "best_results.txt").read_text().splitlines())
-    assert kept["grid_combination"] == best[0] and kept["global_step"] == best[4]
+    assert kept["grid_combination"] == best[0] and kept["global_step"] == best[3]
     assert float(kept["accuracy"]) == max(accuracy)
     # One cache of features for all combinations, in the grid's folder.
     assert len([p for p in os.listdir(out) if p.startswith("train-")]) == 1

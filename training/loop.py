@@ -279,6 +279,7 @@ class Trainer:
         steps_in_run = num_train_steps - step
         log_every = log_interval(log_steps, steps_in_run)
         logs = {}
+        self._saved = None  # (step, path) of this run's last save
         self._stop_requested.assign(False)
         with preemption.SignalWatch(lambda: self._stop_requested.assign(True)) as watch:
             while step < num_train_steps:
@@ -336,9 +337,10 @@ class Trainer:
                             f"bert_worker_{worker_index(self.strategy)}_{os.getpid()}")
 
     def _save(self, manager, step):
-        if checkpointing.step_of(manager.latest_checkpoint) == step:
-            return manager.latest_checkpoint  # saved at this step already
+        if self._saved and self._saved[0] == step:
+            return self._saved[1]  # saved at this step already (stopped right after)
         path = manager.save(checkpoint_number=step)
+        self._saved = (step, path)
         if is_chief(self.strategy):
             logging.info("Saved checkpoint %s", path)
         else:
