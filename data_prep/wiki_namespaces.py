@@ -29,7 +29,8 @@ CANONICAL_NAMES = (
 ALIASES = {
     "ar": ("صورة", "ملف"), "ca": ("Imatge",), "de": ("Bild",), "el": ("Εικόνα",),
     "es": ("Imagen",), "fa": ("تصویر",), "he": ("תמונה",), "it": ("Immagine",),
-    "ja": ("画像", "カテゴリ"), "ko": ("그림",), "nl": ("Afbeelding",), "pl": ("Grafika",), "pt": ("Imagem", "Arquivo"),
+    "ja": ("画像", "カテゴリ"), "ko": ("그림",), "nl": ("Afbeelding",), "pl": ("Grafika",),
+    "pt": ("Imagem", "Arquivo"),
     "ru": ("Изображение",), "sv": ("Bild",), "tr": ("Resim",), "uk": ("Зображення",),
     "vi": ("Hình",),
     "zh": ("图像", "圖像", "文件", "檔案", "档案", "分类", "分類"),
