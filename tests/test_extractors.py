@@ -107,11 +107,18 @@ WIKIS = {
 
 
 @pytest.mark.parametrize("dbname", sorted(WIKIS))
-def test_extract_wikipedia_in_the_wikis_own_language(tmp_path, dbname):
-    from xml.sax.saxutils import escape
+def test_articles_in_the_wikis_own_language(dbname):
     namespaces, text, expected = WIKIS[dbname]
-    dump = tmp_path / f"{dbname}-pages-articles.xml.bz2"
-    dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(text))], dbname,
+    language = dbname[:-len("wiki")]
+    assert article_sentences((text, language, [n for _, n in namespaces])) == expected
+
+
+def test_extract_wikipedia_reads_the_namespaces_of_the_dump(tmp_path):
+    """The command, on a jawiki-like dump: its <siteinfo> names (ファイル) reach the cleaning."""
+    from xml.sax.saxutils import escape
+    namespaces, text, expected = WIKIS["jawiki"]
+    dump = tmp_path / "jawiki-pages-articles.xml.bz2"
+    dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(text))], "jawiki",
                                         namespaces).encode("utf-8")))
     result = subprocess.run(
         [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
@@ -120,7 +127,8 @@ def test_extract_wikipedia_in_the_wikis_own_language(tmp_path, dbname):
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
     documents = (tmp_path / "docs" / "wiki-00000-of-00001.txt").read_text(encoding="utf-8")
-    assert documents.strip().split("\n") == expected
+    assert documents.strip().split("\n") == expected and "sentences split as 'ja'" in \
+        result.stderr
 
 
 def test_links_that_are_not_prose():

@@ -1,6 +1,7 @@
 """run_pretraining.py as a user runs it (subprocesses): train + eval + export, bad input,
-a real kill and rerun, mirrored over two logical CPUs against one device, and
-multi_worker_mirrored with two local workers on loopback."""
+a real kill and a SIGTERM, each rerun to the same weights, mirrored over two logical CPUs
+against one device, and multi_worker_mirrored with two local workers on loopback (stopped
+by a SIGTERM to one of them, and resumed)."""
 
 import json
 import os
@@ -183,24 +184,50 @@ def _free_ports(count):
     return ports
 
 
-def test_multi_worker_mirrored_on_loopback(data, tmp_path):
+def test_multi_worker_mirrored_on_loopback_stops_together_on_sigterm(data, tmp_path):
+    """Two workers on loopback. SIGTERM reaches one worker only (as when a scheduler
+    preempts one machine): both stop after the same step, the chief saves it, both exit
+    with 143; the same command on both resumes from that step to the end."""
     out = tmp_path / "mw"
     workers = [f"localhost:{port}" for port in _free_ports(2)]
     # --alsologtostderr: TensorFlow's INFO lines (the collective's group size) on the
     # console too, not only in log.txt.
-    argv = _command(data, out, num_train_steps=10, save_checkpoints_steps=5, do_eval=True,
-                    max_eval_steps=3, distribution_strategy="multi_worker_mirrored",
-                    alsologtostderr=True)
-    processes = []
-    for index in range(2):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        processes.append(subprocess.Popen(
-            argv, env=dict(ENV, TF_CONFIG=json.dumps(config)), stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True))
+    argv = _command(data, out, num_train_steps=400, save_checkpoints_steps=20,
+                    steps_per_loop=400, log_steps=0, do_eval=True, max_eval_steps=3,
+                    distribution_strategy="multi_worker_mirrored", alsologtostderr=True)
+
+    def start():
+        processes = []
+        for index in range(2):
+            config = {"cluster": {"worker": workers},
+                      "task": {"type": "worker", "index": index}}
+            processes.append(subprocess.Popen(
+                argv, env=dict(ENV, TF_CONFIG=json.dumps(config)), stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True))
+        return processes
+
+    processes = start()
+    try:
+        deadline = time.time() + 300
+        while not (out / "ckpt-20.index").exists():
+            assert all(p.poll() is None for p in processes) and time.time() < deadline
+            time.sleep(0.01)
+        processes[1].send_signal(signal.SIGTERM)  # the non-chief worker only
+        logs = [p.communicate(timeout=300)[1] for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in processes] == [143, 143], logs[0][-3000:] + logs[1][-3000:]
+    assert "group_size = 2" in logs[0]
+    step = int(tf.train.latest_checkpoint(str(out)).rsplit("-", 1)[1])
+    assert 20 <= step < 400 and f"Stopped by SIGTERM at step {step}" in logs[0]
+    assert f"Stopped by SIGTERM at step {step}" in logs[1]  # the same step on both
+    processes = start()
     logs = [p.communicate(timeout=600)[1] for p in processes]
     for process, log in zip(processes, logs):
         assert process.returncode == 0, log[-4000:]
-    assert "group_size = 2" in logs[0]
-    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-10")
+    assert f"Resuming from {out}/ckpt-{step}" in logs[0]
+    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-400")
     assert (out / "export" / "bert_model.ckpt.index").exists()
     assert (out / "eval_results.txt").exists()

@@ -254,8 +254,13 @@ class Trainer:
         manager = tf.train.CheckpointManager(
             checkpoint, self._checkpoint_dir(), max_to_keep=self.keep_checkpoint_max,
             step_counter=self.global_step, checkpoint_name="ckpt")
-        checkpointing.restore_latest(checkpoint, manager)
+        # Every worker resumes from the chief's checkpoints (others save to scratch only).
+        checkpointing.restore_latest(checkpoint, manager if is_chief(strategy) else
+                                     tf.train.CheckpointManager(
+                                         checkpoint, self.model_dir, max_to_keep=None,
+                                         checkpoint_name="ckpt"))
         step = int(self.global_step.numpy())
+        self._check_same_step(step)
         # The input is deterministic for a given seed: a resumed run skips the batches
         # already trained on (each input pipeline feeds its local replicas one batch each
         # per step), so it sees exactly what an uninterrupted run would.
@@ -312,6 +317,24 @@ class Trainer:
                 for hook in hooks:
                     hook(step, logs)
         return logs
+
+    def _check_same_step(self, step):
+        """Every worker must resume at the same step (each reads the chief's checkpoints:
+        `output_dir` must be storage they share)."""
+        strategy = self.strategy
+        if getattr(strategy.extended, "_num_workers", 1) <= 1:
+            return
+        value = tf.constant([step, step * step], tf.float64)
+        summed = strategy.experimental_local_results(strategy.run(
+            lambda: tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, value)))[0].numpy()
+        n = strategy.num_replicas_in_sync
+        if summed[0] != n * step or summed[1] != n * step * step:
+            raise ValueError(
+                f"Worker {worker_index(strategy)} resumes at step {step} but others do not: "
+                f"every worker reads the chief's checkpoints in --output_dir="
+                f"{self.model_dir}, so it must be a folder they share (a network file "
+                f"system, gs://...).")
 
     def _loop_logs(self, out, elapsed, global_batch_size):
         """The log values of one call of the device loop (`out`: its sums)."""
