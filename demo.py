@@ -28,7 +28,8 @@ import time
 
 from absl import flags
 
-from data_prep import cli
+import cli
+from modeling.inputs import INPUT_NAMES
 
 flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
 flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
@@ -56,7 +57,7 @@ def read_text():
 
 
 def learn_vocabulary(out, lines, sentiment_text):
-    from data_prep import vocabulary
+    from text import vocabulary
     stage(1, "Vocabulary")
     tokens = vocabulary.learn_vocabulary(lines + sentiment_text, FLAGS.vocab_size)
     vocab_file = os.path.join(out, "vocab.txt")
@@ -70,8 +71,8 @@ def learn_vocabulary(out, lines, sentiment_text):
 def compare_tokenizers(vocab_file, lines):
     import tensorflow as tf
 
-    from data_prep.graph_tokenizer import GraphTokenizer
-    from data_prep.tokenization import FullTokenizer
+    from text.graph_tokenizer import GraphTokenizer
+    from text.tokenization import FullTokenizer
     stage(2, "Tokenization (Python and in-graph)")
     tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
     graph_tokenizer = GraphTokenizer(vocab_file, do_lower_case=True)
@@ -146,13 +147,13 @@ def load_back(model, prefix, tokenizer, lines):
     import numpy as np
 
     import modeling
-    from data_prep import packing
+    from text import packing
     stage(5, "Load it back")
     fresh = modeling.BertPretrainer(modeling.BertConfig.from_json_file(
         os.path.join(os.path.dirname(prefix), "bert_config.json")))
     report = modeling.load_checkpoint(fresh, prefix, strict=True)
     packed = packing.pack(tokenizer, lines[0], lines[1], 64)
-    batch = {k: np.array([getattr(packed, k)], np.int32) for k in packing.INPUT_NAMES}
+    batch = {k: np.array([getattr(packed, k)], np.int32) for k in INPUT_NAMES}
     diff = np.max(np.abs(model(batch)["sequence_output"] - fresh(batch)["sequence_output"]))
     print(f"    loaded {len(report.loaded)} weights ({report.format}); largest activation "
           f"difference after the round trip: {diff}")
@@ -160,8 +161,8 @@ def load_back(model, prefix, tokenizer, lines):
 
 
 def extract(out, encoder, tokenizer, lines):
-    from data_prep import packing
-    from data_prep.file_io import atomic_output
+    from text import packing
+    from common.file_io import atomic_output
     from modeling import feature_extraction
     stage(6, "Feature extraction")
     examples = [(i, lines[i], None) for i in (0, 9, 16)]

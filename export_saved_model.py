@@ -5,9 +5,9 @@ same at the end of training; this script exports any checkpoint later (a trainin
 checkpoint `output_dir/ckpt-N`, the best one `output_dir/best/model.ckpt`, or a Google
 checkpoint with the task's output layer). Signatures: `serving_default` (raw strings,
 in-graph tokenization) and `serving_ids` (token ids, core ops only); see
-`training/export.py` and each task's `tasks/*/export.py`. `--task_type=encoder` and
+`serving/saved_model.py` and each task's `tasks/*/export.py`. `--task_type=encoder` and
 `--task_type=preprocessor` write the TF Hub-style encoder and preprocessor instead
-(`training/hub_export.py`); `--tflite` / `--tflite_quantize` add `model.tflite` /
+(`serving/hub.py`); `--tflite` / `--tflite_quantize` add `model.tflite` /
 `model_int8.tflite` of the ids signature beside the SavedModel.
 
     python export_saved_model.py --task_type=classification \
@@ -18,8 +18,9 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 
 from absl import app, flags, logging
 
-from data_prep import cli, file_io
-from training.flags import require_flags
+import cli
+from common import file_io
+from cli.flags import require_flags
 
 flags.DEFINE_enum("task_type", "classification",
                   ["classification", "squad", "tagging", "encoder", "preprocessor",
@@ -76,7 +77,7 @@ def main(_):
         {name: FLAGS[name].value for name in ("bert_config_file", "init_checkpoint",
                                                "vocab_file", "labels_file")})
     if FLAGS.task_type == "preprocessor":
-        from training.hub_export import export_preprocessor
+        from serving.hub import export_preprocessor
         export_preprocessor(FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
                             FLAGS.max_seq_length)
         return logging.info("Exported a preprocessor to %s.", FLAGS.export_dir)
@@ -86,7 +87,7 @@ def main(_):
     tflite = dict(tflite=FLAGS.tflite or FLAGS.tflite_quantize,
                   tflite_quantize=FLAGS.tflite_quantize)
     if FLAGS.task_type == "encoder":
-        from training.hub_export import export_encoder
+        from serving.hub import export_encoder
         encoder = modeling.BertEncoder(config)
         modeling.load_checkpoint(encoder, FLAGS.init_checkpoint, strict=True)
         export_encoder(encoder, FLAGS.export_dir, **tflite)

@@ -17,7 +17,7 @@ import time
 
 from absl import app, flags, logging
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_file", None,
                     "Text file with one example per line; 'text_a ||| text_b' for a pair.")
@@ -59,9 +59,10 @@ def main(_):
     import numpy as np
 
     import modeling
-    from data_prep import file_io, packing
-    from data_prep.progress import Progress
-    from data_prep.tokenization import FullTokenizer
+    from common import file_io
+    from text import packing
+    from common.progress import Progress
+    from text.tokenization import FullTokenizer
     from modeling import feature_extraction
 
     if FLAGS.output_format == "npy" and FLAGS.pooling == "none":

@@ -11,7 +11,7 @@ mnli_out,qnli_out,rte_out,wnli_out --output_file=glue_submission.zip
 
 from absl import flags, logging
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_list("run_dirs", None, "The --output_dir of each task's run_classifier.py "
                   "--do_predict run.")
@@ -20,7 +20,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    from data_prep import file_io
+    from common import file_io
     from tasks.classification import submission
 
     files = submission.collect(FLAGS.run_dirs)

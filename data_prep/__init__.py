@@ -1,9 +1,11 @@
-"""Text to model inputs for every task: tokenizers (Python and in-graph), packing,
-vocabulary learning, corpus extraction, the pre-training data pipeline, and file access
-with atomic writes (`file_io`).
+"""Corpora -> pre-training TFRecords: Wikipedia and BookCorpus extraction
+(`extract_wikipedia`, `extract_bookcorpus`, `wikitext_cleaning`, `wiki_namespaces`),
+sentence splitting (`sentences`), corpus reading (`corpus`), vocabulary building
+(`build_vocab`, on `text.vocabulary`), and `create_pretraining_data` with its instances,
+encoding and sharded writing (`pretraining_instances`, `fast_pretraining`,
+`example_encoder`, `pretraining_records`, `document_writer`), and `inspect_tfrecord`.
 
-Pipeline position: the first stage (text -> token ids -> TFRecords) and the bottom layer:
-it imports nothing else of the project, and its tokenizers and packing are also used by
-the tasks (`tasks/`) and in-graph by exported SavedModels. Each task's own reader and
-features live in its folder under `tasks/`.
+Pipeline position: the first stage (text -> TFRecords). It uses the text layer (`text`)
+and `common`; its tools' command lines go through `cli`. The fine-tuning tasks' readers
+live in their folders under `tasks/`.
 """

@@ -7,7 +7,7 @@ text's WordPiece learner chooses the pieces, "##" suffix pieces included. The re
 the released vocabularies' layout: [PAD]=0, [unused0..N-1], [UNK], [CLS], [SEP], [MASK],
 then the learned pieces. At the end it reports the share of the corpus's words that become
 [UNK] (warning, with the flag that fixes it, above 0.5%), and before it starts, whether
---do_lower_case would change the letters of the corpus's script (`data_prep.casing`).
+--do_lower_case would change the letters of the corpus's script (`text.casing`).
 
     python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
       --vocab_size=30522 --do_lower_case
@@ -18,7 +18,7 @@ import time
 
 from absl import flags, logging
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated files or globs.")
 flags.DEFINE_string("output_file", None, "The vocabulary file to write.")
@@ -39,8 +39,10 @@ UNKNOWN_WARNING = 0.005  # share of the corpus's words that may become [UNK] una
 
 
 def main(_):
-    from data_prep import casing, corpus, file_io, vocabulary
-    from data_prep.progress import Progress
+    from text import casing, vocabulary
+    from data_prep import corpus
+    from common import file_io
+    from common.progress import Progress
 
     files = corpus.expand_input_patterns(FLAGS.input_file)
     file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file}, {"input_file": files})

@@ -7,7 +7,7 @@ Pipeline position: text files (from `extract_wikipedia`, `extract_bookcorpus` or
 
 import dataclasses
 
-from data_prep import file_io
+from common import file_io
 
 
 class CorpusError(ValueError):
@@ -65,7 +65,7 @@ def expand_input_patterns(spec):
 
 def first_lines(files, max_lines=20000):
     """Up to `max_lines` non-blank lines from the start of `files`, as text (bytes that are
-    not UTF-8 dropped): a sample for checks of the whole input (`data_prep.casing`)."""
+    not UTF-8 dropped): a sample for checks of the whole input (`text.casing`)."""
     lines = []
     for path in files:
         with file_io.open_binary(path) as f:

@@ -23,7 +23,7 @@ import time
 
 from absl import flags, logging
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file(s): comma-separated list of files or globs.")
@@ -90,13 +90,13 @@ def _validate():
 def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     """lines (bytes) -> lists of ids, with the Python or the in-graph tokenizer."""
     if kind == "python":
-        from data_prep.tokenization import FullTokenizer
+        from text.tokenization import FullTokenizer
         tok = FullTokenizer(vocab_file, do_lower_case)
         return lambda lines: [tok.convert_tokens_to_ids(tok.tokenize(x)) for x in lines]
     import tensorflow as tf
 
     from data_prep import fast_pretraining
-    from data_prep.graph_tokenizer import GraphTokenizer, require_text
+    from text.graph_tokenizer import GraphTokenizer, require_text
     require_text("--tokenizer=graph (without it: --tokenizer=python)")
     graph = GraphTokenizer(vocab_file, do_lower_case)
     return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
@@ -146,9 +146,10 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
     spread over `num_workers` processes; the shard set is published only when all of it
     is written and the input passed its checks. Returns the summary counts."""
-    from data_prep import corpus, fast_pretraining, file_io
+    from data_prep import corpus, fast_pretraining
+    from common import file_io
 
-    from data_prep.graph_tokenizer import require_text
+    from text.graph_tokenizer import require_text
     require_text("--mode=fast (without it: --mode=original --tokenizer=python)")
     if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
@@ -181,9 +182,11 @@ def _warn_about_input(stats):
 
 
 def main(_):
-    from data_prep import casing, corpus, file_io
-    from data_prep.progress import Progress
-    from data_prep.tokenization import FullTokenizer
+    from text import casing
+    from data_prep import corpus
+    from common import file_io
+    from common.progress import Progress
+    from text.tokenization import FullTokenizer
 
     _validate()
     files = corpus.expand_input_patterns(FLAGS.input_file)

@@ -9,7 +9,7 @@ import os
 
 import tensorflow as tf
 
-from data_prep import file_io
+from common import file_io
 
 
 class DocumentWriter:

@@ -19,7 +19,7 @@ import time
 
 from absl import flags
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_dir", None, "Folder of book .txt files (searched recursively).")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -60,7 +60,7 @@ def find_books(input_dir):
 
 def main(_):
     from data_prep.document_writer import DocumentWriter
-    from data_prep.progress import Progress
+    from common.progress import Progress
 
     books = find_books(FLAGS.input_dir)
     progress = Progress("extract_bookcorpus", ["books", "sentences"])

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 
 from absl import flags
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_file", None, "The dump: .xml.bz2 or .xml.")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -86,7 +86,7 @@ def language_of(dbname):
 
 def main(_):
     from data_prep.document_writer import DocumentWriter
-    from data_prep.progress import Progress
+    from common.progress import Progress
     from data_prep.wikitext_cleaning import article_sentences
 
     stats = {"pages": 0, "redirects": 0, "other_namespaces": 0, "dbname": ""}

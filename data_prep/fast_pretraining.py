@@ -28,7 +28,8 @@ import random
 
 import numpy as np
 
-from data_prep import corpus, file_io, pretraining_instances as pi
+from data_prep import corpus, pretraining_instances as pi
+from common import file_io
 
 DEFAULT_PIECE_MB = 1
 
@@ -379,10 +380,10 @@ def run_job(job, report=None):
     import tensorflow as tf
 
     from data_prep import pretraining_records as records
-    from data_prep.graph_tokenizer import GraphTokenizer
+    from text.graph_tokenizer import GraphTokenizer
 
     _keep_freed_memory()
-    from data_prep.tokenization import load_vocab
+    from text.tokenization import load_vocab
 
     vocab_info = pi.VocabInfo.from_vocab(load_vocab(job.vocab_file))
     tokenizer = GraphTokenizer(job.vocab_file, job.do_lower_case)
@@ -459,7 +460,7 @@ def tokenize_lines(tokenizer, lines, tf):
 
 
 def _worker_main(job, queue):
-    from data_prep import quiet
+    from cli import quiet
     tf = quiet.import_tensorflow()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)

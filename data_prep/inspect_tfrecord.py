@@ -14,7 +14,7 @@ import collections
 
 from absl import flags
 
-from data_prep import cli
+import cli
 
 flags.DEFINE_string("input_file", None, "TFRecord file(s): comma-separated files or globs.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary the files were made with.")
@@ -67,7 +67,7 @@ def main(_):
     import itertools
 
     from data_prep import corpus, pretraining_records as records
-    from data_prep.tokenization import load_vocab
+    from text.tokenization import load_vocab
 
     vocab = load_vocab(FLAGS.vocab_file)
     inv_vocab = {i: t for t, i in vocab.items()}

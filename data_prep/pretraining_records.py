@@ -16,9 +16,9 @@ import os
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from data_prep import file_io
-from data_prep.errors import op_error_text
-from data_prep.packing import INPUT_NAMES
+from common import file_io
+from common.errors import op_error_text
+from modeling.inputs import INPUT_NAMES
 
 FEATURE_NAMES = INPUT_NAMES + ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
                                "next_sentence_labels")
@@ -126,7 +126,7 @@ def open_writers(paths):
 @contextlib.contextmanager
 def shard_writers(paths):
     """TFRecord writers for `paths`, each writing to a temporary name in the same folder
-    (`data_prep.file_io.atomic_paths`): once all are complete every file is renamed to its
+    (`common.file_io.atomic_paths`): once all are complete every file is renamed to its
     final name; on failure every temporary file is removed. An interrupted run therefore
     never leaves a shard, or part of the set, under its final name.
 

@@ -8,7 +8,7 @@ from modeling.checkpoint import (CheckpointError, CheckpointReadError, LoadRepor
                                  load_checkpoint, save_google_checkpoint, save_tf2_checkpoint)
 from modeling.config import BertConfig, BertConfigError
 from modeling.encoder import BertEncoder
-from modeling.export_huggingface import save_huggingface
+from modeling.huggingface import save_huggingface
 from modeling.models import (BertClassifier, BertPretrainer, BertSpanLabeler,
                              BertTokenClassifier)
 

@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io
-from data_prep.errors import op_error_text
+from common import file_io
+from common.errors import op_error_text
 from modeling import checkpoint_mapping as mapping
 
 GOOGLE = "google_tf1"

@@ -14,7 +14,7 @@ import copy
 import json
 import math
 
-from data_prep import file_io
+from common import file_io
 from modeling.activations import SUPPORTED_ACTIVATIONS
 
 # Token ids are int32, so no size may pass that; and a word-embedding table over 64 GiB

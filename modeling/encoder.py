@@ -6,11 +6,10 @@ load into it (`modeling.checkpoint`).
 """
 
 import keras
-import numpy as np
 from keras import ops
 
-from data_prep.packing import INPUT_NAMES
 from modeling.config import BertConfig
+from modeling.inputs import INPUT_NAMES, select_inputs
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
 from modeling.layers.initializers import truncated_normal
 
@@ -23,24 +22,6 @@ _CONFIG_FIELDS = {
     "max_position_embeddings": "max_position_embeddings",
     "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
 }
-
-
-def _select_inputs(inputs):
-    """The encoder's three inputs from a dict, lists and arrays converted to int32."""
-    if not isinstance(inputs, dict):
-        raise TypeError(f"BertEncoder takes a dict with {list(INPUT_NAMES)}, got "
-                        f"{type(inputs).__name__}.")
-    missing = [name for name in INPUT_NAMES if name not in inputs]
-    if missing:
-        raise ValueError(f"BertEncoder inputs lack {missing}; expected a dict with "
-                         f"{list(INPUT_NAMES)} (int32, [batch_size, seq_length]).")
-    selected = {}
-    for name in INPUT_NAMES:
-        value = inputs[name]
-        if isinstance(value, (list, tuple, np.ndarray)):
-            value = np.asarray(value, dtype=np.int32)
-        selected[name] = value
-    return selected
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -175,7 +156,7 @@ class BertEncoder(keras.Model):
         # (such as a whole pre-training batch), Keras's functional model would otherwise
         # pair tensors with inputs by position and compute garbage; and nested Python lists
         # would be flattened into one input per element.
-        return super().__call__(_select_inputs(inputs), *args, **kwargs)
+        return super().__call__(select_inputs(inputs), *args, **kwargs)
 
     @property
     def word_embeddings(self):

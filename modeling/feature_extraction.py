@@ -11,7 +11,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from data_prep.packing import INPUT_NAMES
+from modeling.inputs import INPUT_NAMES
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -123,7 +123,7 @@ def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none")
 
     Args:
         encoder: a `modeling.BertEncoder`, weights loaded.
-        packed_examples: list of (unique_id, `data_prep.packing.PackedInput`).
+        packed_examples: list of (unique_id, `text.packing.PackedInput`).
         layer_indexes: list of int, indexes into the per-layer outputs (-1 = last block;
             0 = the first block's output, not the embeddings).
         batch_size: int.

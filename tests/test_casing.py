@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from data_prep import casing
+from text import casing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,7 +66,7 @@ def test_japanese_from_text_to_instances_keeps_its_letters_when_cased(tmp_path):
     """Text -> vocabulary -> TFRecords, cased, as the README's 'Your own language': the
     instances decode to the corpus's own characters (dakuten and handakuten kept)."""
     from data_prep import pretraining_records
-    from data_prep.tokenization import load_vocab
+    from text.tokenization import load_vocab
     corpus = tmp_path / "ja.txt"
     corpus.write_text("\n\n".join("\n".join(d) for d in JAPANESE) + "\n", encoding="utf-8")
     vocab, records = tmp_path / "vocab.txt", tmp_path / "ja.tfrecord"

@@ -14,9 +14,9 @@ import tensorflow as tf
 
 from tasks.classification import data as cd
 from tasks.classification.features import convert_examples
-from data_prep.graph_packing import pack_ids
-from data_prep.packing import truncate_seq_pair
-from data_prep.tokenization import validate_case_matches_checkpoint
+from text.graph_packing import pack_ids
+from text.packing import truncate_seq_pair
+from text.tokenization import validate_case_matches_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -293,7 +293,7 @@ def _varied_corpus(path, seed=3):
     Korean, control and format characters, odd whitespace, very long words, lines that
     tokenize to nothing), and a vocabulary covering most of it."""
     from tests import text_generator
-    from data_prep.tokenization import BasicTokenizer
+    from text.tokenization import BasicTokenizer
     rng = random.Random(seed)
     varied = [t.replace("\n", " ") for t in text_generator.generate(400, seed=seed)]
     docs = []

@@ -1,6 +1,7 @@
-"""modeling.export_huggingface: every model type loads in Hugging Face `transformers` with no
-missing or unexpected weights and gives the same outputs; the activation keeps its meaning;
-labels and the tokenizer come along; the CLI takes a Google TF1 checkpoint."""
+"""modeling.huggingface (and export_huggingface.py): every model type loads in Hugging Face
+`transformers` with no missing or unexpected weights and gives the same outputs; the
+activation keeps its meaning; labels and the tokenizer come along; the command line takes
+a Google TF1 checkpoint."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import modeling
-from modeling.export_huggingface import save_huggingface
+from modeling.huggingface import save_huggingface
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
 
@@ -87,7 +88,7 @@ def test_labels_and_tokenizer_come_along(tiny_config_dict, write_vocab, tmp_path
     model = _load(transformers.BertForSequenceClassification, folder)
     assert model.config.id2label == {0: "negative", 1: "positive"}
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    from data_prep.tokenization import FullTokenizer
+    from text.tokenization import FullTokenizer
     ours = FullTokenizer(vocab_file, do_lower_case=True)
     text = "The DOGS bark."
     assert tokenizer(text)["input_ids"] == ours.convert_tokens_to_ids(
@@ -106,7 +107,7 @@ def test_cli_from_a_google_checkpoint(tiny_config_dict, tmp_path):
     weights = ref.random_google_weights(config, np.random.default_rng(3))
     write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
     result = subprocess.run(
-        [sys.executable, "-m", "modeling.export_huggingface",
+        [sys.executable, os.path.join(ROOT, "export_huggingface.py"),
          f"--bert_config_file={tmp_path / 'bert_config.json'}",
          f"--init_checkpoint={tmp_path / 'bert_model.ckpt'}", f"--output_dir={tmp_path / 'hf'}"],
         capture_output=True, text=True, cwd=ROOT,

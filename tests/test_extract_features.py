@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from data_prep.packing import truncate_seq_pair
+from text.packing import truncate_seq_pair
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
 

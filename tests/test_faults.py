@@ -484,7 +484,7 @@ def test_checkpoint_replaced_while_killed_is_absent_not_broken(world, tmp_path):
     assert _run(argv).returncode == 0
     # Killed after the old index went and before the new files came in: no index, so no
     # checkpoint at all (never new data with an old index).
-    killed = _inject("kill", "data_prep.file_io.publish", 1, argv)
+    killed = _inject("kill", "common.file_io.publish", 1, argv)
     assert killed.returncode == -9 and not os.path.exists(f"{prefix}.index")
     (tmp_path / "load.py").write_text(LOAD)
     load = _run([str(tmp_path / "load.py"), world / "bert_config.json", prefix])
@@ -528,7 +528,7 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(world, tmp_path)
 
 
 def test_damaged_tokenizer_cache_is_rebuilt(world, tmp_path, monkeypatch):
-    from data_prep import graph_tokenizer
+    from text import graph_tokenizer
     monkeypatch.setenv("BERT_CACHE_DIR", str(tmp_path))
     graph_tokenizer._character_classes.cache_clear()
     expected = graph_tokenizer_ids(world)
@@ -548,7 +548,7 @@ def test_damaged_tokenizer_cache_is_rebuilt(world, tmp_path, monkeypatch):
 def graph_tokenizer_ids(world):
     import tensorflow as tf
 
-    from data_prep.graph_tokenizer import GraphTokenizer
+    from text.graph_tokenizer import GraphTokenizer
     tokenizer = GraphTokenizer(str(world / "vocab.txt"))
     return tokenizer.tokenize(tf.constant(["Good movie, very good."])).to_list()
 

@@ -1,11 +1,11 @@
-"""data_prep.file_io: the one write-to-temporary-then-rename helper. A file, a folder or a
+"""common.file_io: the one write-to-temporary-then-rename helper. A file, a folder or a
 set of files appears complete or not at all, and replacing a folder never leaves neither."""
 
 import os
 
 import pytest
 
-from data_prep import file_io
+from common import file_io
 
 
 def _tree(path):

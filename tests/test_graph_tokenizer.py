@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from data_prep.graph_tokenizer import GraphTokenizer
-from data_prep.tokenization import BasicTokenizer, FullTokenizer
+from text.graph_tokenizer import GraphTokenizer
+from text.tokenization import BasicTokenizer, FullTokenizer
 from tests import text_generator
 
 N_STRINGS = 4000
@@ -125,7 +125,7 @@ def test_cjk_spacing_may_follow_lower_casing_and_nfd():
     import sys
     import unicodedata
 
-    from data_prep.tokenization import CJK_RANGES
+    from text.tokenization import CJK_RANGES
 
     def is_cjk(ch):
         return any(lo <= ord(ch) <= hi for lo, hi in CJK_RANGES)

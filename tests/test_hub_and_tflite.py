@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from data_prep import packing
-from data_prep.tokenization import FullTokenizer
+from text import packing
+from text.tokenization import FullTokenizer
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
+from modeling.inputs import INPUT_NAMES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "good", "bad",
@@ -63,7 +64,7 @@ def _packed(folder, texts, pairs=None):
     tokenizer = FullTokenizer(str(folder / "vocab.txt"))
     rows = [packing.pack(tokenizer, a, b, 16) for a, b in zip(texts, pairs or [None] * len(texts))]
     return {name: np.array([getattr(r, name) for r in rows], np.int32)
-            for name in packing.INPUT_NAMES}
+            for name in INPUT_NAMES}
 
 
 def test_the_tutorials_model_trains_on_the_hub_exports(checkpoints):
@@ -80,7 +81,7 @@ def test_the_tutorials_model_trains_on_the_hub_exports(checkpoints):
     inputs = preprocessor(tf.constant(TEXTS))
     want = _packed(folder, TEXTS)
     for hub_name, name in zip(("input_word_ids", "input_mask", "input_type_ids"),
-                              packing.INPUT_NAMES):
+                              INPUT_NAMES):
         np.testing.assert_array_equal(inputs[hub_name].numpy()[:, :16], want[name])
     # The encoder computes what BertEncoder computes on the same weights.
     ours = modeling.BertEncoder(modeling.BertConfig.from_dict(config))
@@ -140,7 +141,7 @@ def test_tflite_answers_as_the_saved_model(checkpoints):
         for texts in (TEXTS, TEXTS[:1], TEXTS[1:3]):  # batch and length change per request
             inputs = _packed(folder, texts)
             length = int(inputs["input_mask"].sum(1).max())
-            request = {n: inputs[k][:, :length] for n, k in zip(names, packing.INPUT_NAMES)}
+            request = {n: inputs[k][:, :length] for n, k in zip(names, INPUT_NAMES)}
             want = saved(**{k: tf.constant(v) for k, v in request.items()})
             got = runner(**request)
             for output in outputs:
@@ -226,7 +227,7 @@ def test_encoder_and_tflite_from_a_safetensors_file(checkpoints, tmp_path):
     inputs = _packed(folder, TEXTS)
     want = ours(inputs, training=False)
     hub_inputs = dict(zip(("input_word_ids", "input_mask", "input_type_ids"),
-                          (inputs[name] for name in packing.INPUT_NAMES)))
+                          (inputs[name] for name in INPUT_NAMES)))
     got = tf.saved_model.load(str(export_dir))(hub_inputs, training=False)
     lite = tf.lite.Interpreter(model_path=str(export_dir / "model.tflite")).get_signature_runner(
         "serving_default")(**hub_inputs)

@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from data_prep import packing
-from data_prep.tokenization import FullTokenizer
+from text import packing
+from text.tokenization import FullTokenizer
+from modeling.inputs import INPUT_NAMES
 
 FILLER = ["the", "movie", "was", "a", "plot", "and", "acting", "very", "really", "film",
           "it", "of", "to", "in", "for", "with"]
@@ -88,7 +89,7 @@ def test_export_reads_raw_text_as_the_model_was_trained(task_files, tmp_path):
     for text, probabilities in zip(texts, served):
         windows = packing.pack_document(tokenizer, text, None, 16, "windows", 7)
         inputs = {name: np.array([getattr(w, name) for w in windows], np.int32)
-                  for name in packing.INPUT_NAMES}
+                  for name in INPUT_NAMES}
         logits = result.model(inputs, training=False)["logits"].numpy().mean(axis=0)
         expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
         np.testing.assert_allclose(probabilities, expected, atol=1e-5)
@@ -98,7 +99,7 @@ def test_export_reads_raw_text_as_the_model_was_trained(task_files, tmp_path):
 def test_graph_packing_equals_python_packing(long_document, tmp_path):
     import tensorflow as tf
 
-    from data_prep.graph_packing import pack_document_ids
+    from text.graph_packing import pack_document_ids
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30)]
     (tmp_path / "v.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = FullTokenizer(str(tmp_path / "v.txt"))
@@ -121,7 +122,7 @@ def test_graph_packing_equals_python_packing(long_document, tmp_path):
         graph, graph_rows = pack_document_ids(ids([a for a, _ in pairs]),
                                               ids([b for _, b in pairs]), max_seq_length,
                                               2, 3, long_document, stride)
-        for name in packing.INPUT_NAMES:
+        for name in INPUT_NAMES:
             np.testing.assert_array_equal(graph[name].numpy(),
                                           [getattr(p, name) for p in python])
         np.testing.assert_array_equal(graph_rows.numpy(), rows)

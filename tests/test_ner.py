@@ -11,7 +11,7 @@ import pytest
 
 from tasks.tagging import conll
 from tasks.tagging.features import convert_sentences, plan_windows, word_predictions
-from data_prep.tokenization import FullTokenizer
+from text.tokenization import FullTokenizer
 from tasks.tagging.metrics import chunks, evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

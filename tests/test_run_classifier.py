@@ -157,7 +157,7 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
                           if k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(lite["probabilities"], probabilities, atol=1e-4)
     hf_dir = tmp_path / "hf"
-    _run([sys.executable, "-m", "modeling.export_huggingface", "--task_type=classification",
+    _run([sys.executable, os.path.join(ROOT, "export_huggingface.py"), "--task_type=classification",
           f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
           f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
           "--labels=0,1", f"--output_dir={hf_dir}"])

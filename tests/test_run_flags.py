@@ -30,7 +30,7 @@ def test_only_recorded_flags_of_the_run_configs_are_recorded():
     from absl import flags
 
     from training.config import RuntimeConfig, TrainerConfig
-    from training.flags import config_from_flags
+    from cli.flags import config_from_flags
     fv = flags.FlagValues()
     flags.DEFINE_integer("train_batch_size", 8, "", flag_values=fv)
     flags.DEFINE_string("output_dir", None, "", flag_values=fv)
@@ -49,7 +49,7 @@ def test_a_required_config_field_names_its_flag():
     from absl import app, flags
 
     from training.config import TrainerConfig
-    from training.flags import config_from_flags
+    from cli.flags import config_from_flags
     fv = flags.FlagValues()
     flags.DEFINE_string("output_dir", None, "", flag_values=fv)
     fv(["prog"])

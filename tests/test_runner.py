@@ -127,7 +127,7 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     # BertForTokenClassification with the run's labels and the same logits.
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    subprocess.run([sys.executable, "-m", "modeling.export_huggingface", "--task_type=ner",
+    subprocess.run([sys.executable, os.path.join(ROOT, "export_huggingface.py"), "--task_type=ner",
                     f"--bert_config_file={config.bert_config_file}",
                     f"--init_checkpoint={out / 'best' / 'model.ckpt'}",
                     f"--vocab_file={config.vocab_file}", "--nodo_lower_case",

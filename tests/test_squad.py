@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tasks.squad import data as squad
-from data_prep.tokenization import FullTokenizer
+from text.tokenization import FullTokenizer
 from tasks.squad.metrics import evaluate_v1, evaluate_v2
 from tasks.squad.predictions import get_final_text
 

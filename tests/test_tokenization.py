@@ -3,8 +3,8 @@ inline vocabularies and hand-worked expected outputs."""
 
 import pytest
 
-from data_prep import tokenization
-from data_prep.tokenization import BasicTokenizer, FullTokenizer, WordpieceTokenizer
+from text import tokenization
+from text.tokenization import BasicTokenizer, FullTokenizer, WordpieceTokenizer
 
 VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing",
          ","]

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from data_prep import vocabulary
-from data_prep.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
+from text import vocabulary
+from text.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEMS = ["walk", "talk", "jump", "play", "look", "cook", "help", "work"]
@@ -112,7 +112,7 @@ def test_vocabulary_without_suffix_pieces_is_reported_when_loaded(tmp_path):
     with_pieces = tmp_path / "new_vocab.txt"
     with_pieces.write_text("".join(f"word{i}\n" for i in range(5000)) + "##s\n",
                            encoding="utf-8")
-    code = ("import sys; from data_prep.tokenization import load_vocab\n"
+    code = ("import sys; from text.tokenization import load_vocab\n"
             "for path in sys.argv[1:]: load_vocab(path); load_vocab(path)\n")
     result = subprocess.run([sys.executable, "-c", code, str(big_old), str(small),
                              str(with_pieces)], capture_output=True, text=True, check=True)

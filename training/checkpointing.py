@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl import logging
 from google.protobuf.message import DecodeError
 
-from data_prep.errors import op_error_text
+from common.errors import op_error_text
 
 from modeling import checkpoint_mapping
 from modeling.checkpoint import TF2_WEIGHTS_KEY

@@ -1,7 +1,7 @@
 """The settings of a run, as frozen dataclasses: where it runs and how it trains.
 
 Pipeline position: an entry point turns its flags into these once
-(`training.flags.config_from_flags`); a Python user builds them directly. The runner
+(`cli.flags.config_from_flags`); a Python user builds them directly. The runner
 (`training.runner.run`) takes them with a task (`tasks.*`, whose own settings are a
 `TaskConfig` subclass). Field names are the original release's flag names, so a field
 and its flag are the same thing, and the record kept beside the checkpoints

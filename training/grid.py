@@ -33,7 +33,7 @@ import shutil
 
 from absl import logging
 
-from data_prep import file_io
+from common import file_io
 from training import metrics_log, runner
 from training.run_lock import RunLock
 

@@ -17,7 +17,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io
+from common import file_io
 
 FILE_NAME = "training_flags.json"
 

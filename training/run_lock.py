@@ -15,7 +15,7 @@ import time
 
 from absl import logging
 
-from data_prep import file_io
+from common import file_io
 
 FILE_NAME = ".run.lock"
 

@@ -42,9 +42,9 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io
-from data_prep.graph_tokenizer import require_text
-from data_prep.tokenization import validate_case_matches_checkpoint
+from common import file_io
+from text.graph_tokenizer import require_text
+from text.tokenization import validate_case_matches_checkpoint
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from training import checkpointing, distribution, loop, metrics_log, run_flags, run_lock
 from training.config import FineTuningConfig, RuntimeConfig

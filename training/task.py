@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from data_prep.packing import INPUT_NAMES
+from modeling.inputs import INPUT_NAMES
 
 
 @dataclasses.dataclass

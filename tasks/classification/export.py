@@ -2,7 +2,7 @@
 
 Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
 `export_saved_model.py --task_type=classification`). Two signatures (see
-`training.export` for what they share):
+`serving.saved_model` for what they share):
   * `serving_default`: `text_a` (and `text_b` for sentence-pair tasks; an empty string
     there gives a single sequence), tf.string [batch] -> in-graph WordPiece and packing
     (long texts read as the model was trained: truncated, head and tail, or every window
@@ -13,8 +13,8 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
 
 import tensorflow as tf
 
-from data_prep.graph_packing import pack_document_ids
-from training import export
+from text.graph_packing import pack_document_ids
+from serving import saved_model as export
 
 
 class ClassificationModule(export.ServingModule):
@@ -61,9 +61,9 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
         label_list: the label strings in the model's order (None for regression).
         pair: bool. The raw-text signature takes `text_b` too.
         long_document, doc_stride: how the raw-text signature reads a long text_a (see
-            `data_prep.packing.pack_document`); as the model was fine-tuned.
+            `text.packing.pack_document`); as the model was fine-tuned.
         tflite, tflite_quantize: also write `serving_ids` as TF Lite (see
-            `training.export.write_tflite`).
+            `serving.saved_model.write_tflite`).
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
                                   label_list, regression, long_document, doc_stride)

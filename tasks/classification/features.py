@@ -16,9 +16,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io, packing
-from data_prep.progress import Progress
+from common import file_io
+from text import packing
+from common.progress import Progress
 from training.task import trim_padding
+from modeling.inputs import INPUT_NAMES
 
 TOKENIZERS = ("python", "graph")
 FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
@@ -34,11 +36,11 @@ def label_ids(examples, label_list, regression):
 def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
                      tokenizer="python", batch_size=256, long_document="truncate",
                      doc_stride=None):
-    """Packed inputs of `examples` (see `data_prep.packing.pack_document` for
+    """Packed inputs of `examples` (see `text.packing.pack_document` for
     `long_document`): dict of int32 arrays [n, max_seq_length], one row per example, or
     per window with "windows", which adds "example_index" [n] (each window's example)."""
     if tokenizer == "python":
-        from data_prep.tokenization import FullTokenizer
+        from text.tokenization import FullTokenizer
         tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
         progress = Progress("classification features", ["examples"],
                             total=("examples", len(examples)))
@@ -51,15 +53,15 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
             progress.update(examples=1)
         progress.close()
         arrays = {name: np.array([getattr(p, name) for p in packed], np.int32)
-                  for name in packing.INPUT_NAMES}
+                  for name in INPUT_NAMES}
         if long_document == "windows":
             arrays["example_index"] = np.array(index, np.int32)
         return arrays
     if tokenizer != "graph":
         raise ValueError(f"--tokenizer={tokenizer!r} is not one of {list(TOKENIZERS)}.")
-    from data_prep.graph_packing import pack_document_ids
-    from data_prep.graph_tokenizer import GraphTokenizer
-    from data_prep.tokenization import load_vocab
+    from text.graph_packing import pack_document_ids
+    from text.graph_tokenizer import GraphTokenizer
+    from text.tokenization import load_vocab
     vocab = load_vocab(vocab_file)
     tok = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
     parts = []
@@ -91,7 +93,7 @@ def _fingerprint(data_file, vocab_file, *settings):
 
 def feature_spec(max_seq_length, regression):
     fixed = tf.io.FixedLenFeature
-    spec = {name: fixed([max_seq_length], tf.int64) for name in packing.INPUT_NAMES}
+    spec = {name: fixed([max_seq_length], tf.int64) for name in INPUT_NAMES}
     spec["label_ids"] = fixed([], tf.float32 if regression else tf.int64)
     spec["example_index"] = fixed([], tf.int64)  # the example a sequence (window) is of
     return spec

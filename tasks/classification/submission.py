@@ -10,7 +10,7 @@ row count) and writes the zip the leaderboard takes (the files at its top level)
 import os
 import zipfile
 
-from data_prep import file_io
+from common import file_io
 
 # The leaderboard's file names, each task's answers (None: a score) and test-set rows.
 TASKS = {

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep.packing import LONG_DOCUMENT
+from text.packing import LONG_DOCUMENT
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
@@ -52,7 +52,7 @@ class ClassificationConfig(FineTuningConfig):
         long_document: str. How a text longer than one sequence is read: "truncate" (the
             original), "head_tail" (its first and last pieces) or "windows" (every window,
             `doc_stride` pieces apart; trained on each with the document's label, scored
-            by the mean of the windows' logits). See `data_prep.packing.pack_document`.
+            by the mean of the windows' logits). See `text.packing.pack_document`.
         doc_stride: int or None. "windows": pieces between window starts (default half a
             window).
         bucket_by_length: bool. Training batches of sequences of similar length (see

@@ -10,8 +10,8 @@ skips, unparsed, the batches already used).
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from data_prep import file_io
-from data_prep.errors import op_error_text
+from common import file_io
+from common.errors import op_error_text
 from data_prep.pretraining_records import FEATURE_NAMES, feature_spec, read_examples
 
 

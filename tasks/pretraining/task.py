@@ -24,7 +24,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io
+from common import file_io
 from modeling import BertPretrainer, save_google_checkpoint
 from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)

@@ -19,8 +19,8 @@ import json
 
 import numpy as np
 
-from data_prep.packing import INPUT_NAMES
-from data_prep.progress import Progress
+from modeling.inputs import INPUT_NAMES
+from common.progress import Progress
 
 
 class SquadError(ValueError):

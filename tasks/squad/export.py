@@ -3,13 +3,13 @@ the character span of every position out.
 
 Pipeline position: after fine-tuning (`run_squad.py --export_dir`,
 `export_saved_model.py --task_type=squad`); see `export_squad` for the signatures and
-`training.export` for what every export shares.
+`serving.saved_model` for what every export shares.
 """
 
 import tensorflow as tf
 
-from data_prep.graph_packing import keep_first, pack_ids
-from training import export
+from text.graph_packing import keep_first, pack_ids
+from serving import saved_model as export
 
 
 class SquadModule(export.ServingModule):

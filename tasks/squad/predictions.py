@@ -6,7 +6,7 @@ predictions.json, nbest_predictions.json, null_odds.json -> `tasks.squad.metrics
 
 import collections
 
-from data_prep.tokenization import BasicTokenizer
+from text.tokenization import BasicTokenizer
 from training.task import softmax
 
 

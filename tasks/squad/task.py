@@ -20,7 +20,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from data_prep.tokenization import FullTokenizer
+from text.tokenization import FullTokenizer
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
 from tasks.squad.export import export_squad

@@ -2,13 +2,13 @@
 
 Pipeline position: after fine-tuning (`run_ner.py --export_dir`,
 `export_saved_model.py --task_type=tagging`); see `export_tagging` for the signatures and
-`training.export` for what every export shares.
+`serving.saved_model` for what every export shares.
 """
 
 import tensorflow as tf
 
-from data_prep.graph_packing import pack_ids
-from training import export
+from text.graph_packing import pack_ids
+from serving import saved_model as export
 
 
 class TaggingModule(export.ServingModule):

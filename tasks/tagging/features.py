@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from data_prep.progress import Progress
+from common.progress import Progress
 
 
 @dataclasses.dataclass

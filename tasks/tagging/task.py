@@ -18,8 +18,8 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from data_prep import file_io
-from data_prep.tokenization import FullTokenizer
+from common import file_io
+from text.tokenization import FullTokenizer
 from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging

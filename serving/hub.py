@@ -27,10 +27,10 @@ Python tokenizer.
 
 import tensorflow as tf
 
-from data_prep.graph_packing import pack_ids
-from data_prep.graph_tokenizer import GraphTokenizer
-from data_prep.tokenization import load_vocab
-from training import export
+from text.graph_packing import pack_ids
+from text.graph_tokenizer import GraphTokenizer
+from text.tokenization import load_vocab
+from serving import saved_model as export
 
 AutoTrackable = tf.__internal__.tracking.AutoTrackable  # plain attributes survive saving
 
@@ -73,7 +73,7 @@ def export_encoder(encoder, export_dir, tflite=False, tflite_quantize=False):
     Args:
         encoder: a `modeling.BertEncoder` (or the encoder of a task model), weights loaded.
         tflite, tflite_quantize: also write `model.tflite` (and `model_int8.tflite`) of
-            `serving_default` (see `training.export.write_tflite`).
+            `serving_default` (see `serving.saved_model.write_tflite`).
     """
     module = EncoderModule(encoder)
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS}

@@ -13,10 +13,6 @@ input_mask:    1    1   1    1    1     1     1   1    1  1  1  1  1   1   (0 on
 
 import dataclasses
 
-# The model's three inputs, named as the original's features (and the TFRecords' keys):
-# every reader, task, loop and export uses these names.
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
-
 
 @dataclasses.dataclass
 class PackedInput:
@@ -45,7 +41,7 @@ def pack(tokenizer, text_a, text_b, max_seq_length):
     """Tokenizes and packs `text_a` (and `text_b`, if it has tokens) into `PackedInput`.
 
     Args:
-        tokenizer: a `data_prep.tokenization.FullTokenizer`.
+        tokenizer: a `text.tokenization.FullTokenizer`.
         text_a: str.
         text_b: str or None. An empty or all-whitespace `text_b` gives a single sequence.
         max_seq_length: int. Length of the padded id lists, specials included.

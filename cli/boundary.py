@@ -35,8 +35,8 @@ import traceback
 
 from absl import app, flags, logging
 
-from data_prep import quiet
-from data_prep.errors import op_error_text
+from cli import quiet
+from common.errors import op_error_text
 
 quiet.quiet_tensorflow_start()  # entry points import this module before TensorFlow
 

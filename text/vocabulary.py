@@ -15,8 +15,9 @@ pieces.
 import collections
 import time
 
-from data_prep import file_io, tokenization
-from data_prep.tokenization import BasicTokenizer
+from common import file_io
+from text import tokenization
+from text.tokenization import BasicTokenizer
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 JOINER = "##"  # the prefix of a piece that continues a word
@@ -40,7 +41,7 @@ def count_words_in_files(files, do_lower_case=True, batch_size=8192, progress=No
     same words as `BasicTokenizer`), streaming, for corpora of any size."""
     import tensorflow as tf
 
-    from data_prep.graph_tokenizer import GraphTokenizer
+    from text.graph_tokenizer import GraphTokenizer
 
     tokenizer = GraphTokenizer(None, do_lower_case)
     counts = collections.Counter()
@@ -144,7 +145,7 @@ class _Learner:
     `max_unique_chars` most frequent characters)."""
 
     def __init__(self, counts, reserved, max_unique_chars, report=None):
-        from data_prep.graph_tokenizer import require_text
+        from text.graph_tokenizer import require_text
         require_text("Learning a vocabulary (tensorflow-text's WordPiece learner)")
         from tensorflow_text.tools.wordpiece_vocab import (
             wordpiece_tokenizer_learner_lib as lib)

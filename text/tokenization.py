@@ -1,7 +1,7 @@
 """WordPiece tokenization, identical to the original release's `tokenization.py`.
 
 Pipeline position: text -> token ids, for pre-training data, every fine-tuning reader and
-feature extraction. `data_prep.graph_tokenizer` is the in-graph twin (same ids) used by
+feature extraction. `text.graph_tokenizer` is the in-graph twin (same ids) used by
 tf.data pipelines and SavedModels.
 
 The steps, in the original's order (see README "Tokenization"):

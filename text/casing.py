@@ -14,7 +14,7 @@ import unicodedata
 
 from absl import logging
 
-from data_prep.tokenization import BasicTokenizer
+from text.tokenization import BasicTokenizer
 
 # Warn when lower-casing changes at least this share of a script's words (and this many).
 WARN_SHARE = 0.01

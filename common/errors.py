@@ -2,7 +2,7 @@
 
 Pipeline position: under the readers and loaders that wrap a TensorFlow error into one
 naming the user's file (TFRecords, checkpoints), and under the error boundary of every
-entry point (`data_prep.cli`).
+entry point (`cli.boundary`).
 """
 
 import re

@@ -1,6 +1,6 @@
 """TensorFlow's start-up lines kept off the console.
 
-Pipeline position: set up by every entry point (through `data_prep.cli`) before
+Pipeline position: set up by every entry point (through `cli.boundary`) before
 TensorFlow is imported, and by `create_pretraining_data`'s worker processes.
 
 TensorFlow 2.21 writes its C++ start-up lines (oneDNN, CUDA drivers, CPU features) through

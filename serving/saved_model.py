@@ -5,7 +5,7 @@ character positions.
 Pipeline position: the last stage (fine-tuning -> SavedModel). Each task's `export.py`
 (`tasks.classification.export`, `tasks.squad.export`, `tasks.tagging.export`) subclasses
 `ServingModule` with its two signatures:
-  * `serving_default`: raw strings -> in-graph WordPiece (`data_prep.graph_tokenizer`,
+  * `serving_default`: raw strings -> in-graph WordPiece (`text.graph_tokenizer`,
     tensorflow-text ops) -> packing -> the model -> the task's answer. Loading needs
     `import tensorflow_text`.
   * `serving_ids`: `input_ids`, `input_mask`, `segment_ids` (int32 [batch, seq_length]),
@@ -18,10 +18,10 @@ import os
 
 import tensorflow as tf
 
-from data_prep import file_io
-from data_prep.graph_tokenizer import GraphTokenizer
-from data_prep.packing import INPUT_NAMES
-from data_prep.tokenization import load_vocab
+from common import file_io
+from text.graph_tokenizer import GraphTokenizer
+from modeling.inputs import INPUT_NAMES
+from text.tokenization import load_vocab
 from training import task
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)

@@ -1,6 +1,6 @@
 """`[CLS] a [SEP] b [SEP]` packing in TensorFlow ops, for batches of ragged WordPiece ids.
 
-Pipeline position: the in-graph twin of `data_prep.packing.pack`, used when fine-tuning
+Pipeline position: the in-graph twin of `text.packing.pack`, used when fine-tuning
 features are made with the in-graph tokenizer and inside exported SavedModels whose
 signature takes raw strings. Same truncation as the original's `_truncate_seq_pair` (pop
 from the longer sequence, from b on a tie), computed in closed form per row.
@@ -84,7 +84,7 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
 
 def pack_document_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id,
                       long_document="truncate", doc_stride=None):
-    """`data_prep.packing.pack_document` in TensorFlow ops, for a batch.
+    """`text.packing.pack_document` in TensorFlow ops, for a batch.
 
     Args:
         ids_a: ragged int [batch, (tokens)]: the documents.

@@ -1,5 +1,5 @@
 """In-graph WordPiece tokenization with tensorflow-text, giving the same ids as
-`data_prep.tokenization.FullTokenizer`.
+`text.tokenization.FullTokenizer`.
 
 Pipeline position: inside tf.data input pipelines and exported SavedModels, so that a
 server can send raw strings. The Python tokenizer is the reference; tests check the two
@@ -40,7 +40,8 @@ try:
 except ImportError:  # no wheel for this platform (Windows, Intel macOS): see require_text
     tf_text = None
 
-from data_prep import file_io, tokenization
+from common import file_io
+from text import tokenization
 
 # tensorflow-text counts its per-word limit in bytes; the original counts characters. Let
 # every word of up to 200 characters (at most 4 bytes each) through, and apply the
