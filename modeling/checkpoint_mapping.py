@@ -6,6 +6,9 @@ and to save Google-format checkpoints that the original scripts can load.
 
 Every model variable has one canonical name: the original release's TF1 variable name
 (`bert/encoder/layer_3/attention/self/query/kernel`, `cls/predictions/output_bias`, ...).
+The encoder's names are here; each model class names its heads' weights itself, in its
+`checkpoint_heads` table of (canonical name, attribute path from the model, rule), so that
+a task's model (in `modeling.models` or in the task's own folder) needs no entry here.
 Keras weights are found by attribute path on the model object (not by their Keras names,
 which depend on how a model was wrapped), and Hugging Face names are translated to the
 canonical ones by the rules below.
@@ -53,35 +56,6 @@ BLOCK_TABLE = (
     ("output/LayerNorm/gamma", "output_layer_norm.gamma", IDENTITY),
     ("output/LayerNorm/beta", "output_layer_norm.beta", IDENTITY),
 )
-
-# Heads: (canonical name, attribute path from the task model, rule), per model class name.
-HEAD_TABLES = {
-    "BertPretrainer": (
-        ("cls/predictions/transform/dense/kernel", "masked_lm.transform.kernel", IDENTITY),
-        ("cls/predictions/transform/dense/bias", "masked_lm.transform.bias", IDENTITY),
-        ("cls/predictions/transform/LayerNorm/gamma",
-         "masked_lm.transform_layer_norm.gamma", IDENTITY),
-        ("cls/predictions/transform/LayerNorm/beta",
-         "masked_lm.transform_layer_norm.beta", IDENTITY),
-        ("cls/predictions/output_bias", "masked_lm.output_bias", IDENTITY),
-        ("cls/seq_relationship/output_weights", "next_sentence.dense.kernel", TRANSPOSE),
-        ("cls/seq_relationship/output_bias", "next_sentence.dense.bias", IDENTITY),
-    ),
-    # run_classifier.py creates these at the root variable scope.
-    "BertClassifier": (
-        ("output_weights", "classifier.dense.kernel", TRANSPOSE),
-        ("output_bias", "classifier.dense.bias", IDENTITY),
-    ),
-    "BertSpanLabeler": (
-        ("cls/squad/output_weights", "span_head.dense.kernel", TRANSPOSE),
-        ("cls/squad/output_bias", "span_head.dense.bias", IDENTITY),
-    ),
-    # The original has no tagging head; these names follow its conventions.
-    "BertTokenClassifier": (
-        ("cls/token_classification/output_weights", "tagger.dense.kernel", TRANSPOSE),
-        ("cls/token_classification/output_bias", "tagger.dense.bias", IDENTITY),
-    ),
-}
 
 # Checkpoint variables that are training state, not weights: never loaded, never reported.
 # `adam_m`/`adam_v` are the original optimizer's slots, `Adam`/`Adam_1` tf.train's.
@@ -172,14 +146,10 @@ def variable_map(model):
         for suffix, path, rule in BLOCK_TABLE:
             result[f"bert/encoder/layer_{i}/{suffix}"] = (_resolve(block, path), rule)
     if model is not encoder:
-        table = None
-        for cls in type(model).__mro__:
-            table = HEAD_TABLES.get(cls.__name__)
-            if table is not None:
-                break
+        table = getattr(model, "checkpoint_heads", None)
         if table is None:
-            raise TypeError(f"No checkpoint mapping for {type(model).__name__}; add its "
-                            f"heads to HEAD_TABLES in modeling/checkpoint_mapping.py.")
+            raise TypeError(f"No checkpoint mapping for {type(model).__name__}: give the "
+                            f"class a `checkpoint_heads` table (see modeling/models.py).")
         for name, path, rule in table:
             result[name] = (_resolve(model, path), rule)
     covered = {id(v) for v, _ in result.values()}

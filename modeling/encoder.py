@@ -67,6 +67,10 @@ class BertEncoder(keras.Model):
     out["pooled_output"].shape  # (1, 32)
     ```
     """
+    # As a Hugging Face model (`modeling.huggingface`): its weights unprefixed.
+    hf_architecture = "BertModel"
+    hf_encoder_prefix = ""
+    hf_has_pooler = True
 
     def __init__(self, vocab_size, *, hidden_size=None, num_layers=None,
                  num_attention_heads=None, intermediate_size=None, hidden_act=None,

@@ -32,19 +32,12 @@ from modeling import checkpoint_mapping as mapping
 HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh",
                  "swish": "silu", "linear": "linear"}
 
-# Model class -> (Hugging Face architecture, prefix of the encoder's weights, whether it
-# has the pooler: Hugging Face builds its token-level heads without one).
-ARCHITECTURES = {
-    "BertEncoder": ("BertModel", "", True),
-    "BertPretrainer": ("BertForPreTraining", "bert.", True),
-    "BertClassifier": ("BertForSequenceClassification", "bert.", True),
-    "BertSpanLabeler": ("BertForQuestionAnswering", "bert.", False),
-    "BertTokenClassifier": ("BertForTokenClassification", "bert.", False),
-}
-
 # Canonical (original TF1) name -> Hugging Face name, as (pattern, replacement), for the
-# encoder (prefixed as the architecture wants) and for each head. A kernel ([in, out]) is
-# transposed into PyTorch's [out, in]; an `output_weights` is [out, in] already.
+# encoder (prefixed as the architecture wants). Each model class carries the rest:
+# `hf_architecture`, `hf_encoder_prefix`, `hf_has_pooler` (Hugging Face builds its
+# token-level heads without one), `hf_head_names` {canonical: Hugging Face name} and, for
+# heads with labels, `hf_num_labels`. A kernel ([in, out]) is transposed into PyTorch's
+# [out, in]; an `output_weights` is [out, in] already.
 _ENCODER_NAMES = (
     (r"bert/embeddings/(word|token_type|position)_embeddings",
      r"embeddings.\1_embeddings.weight"),
@@ -57,26 +50,12 @@ _ENCODER_NAMES = (
     (r"bert/pooler/dense/kernel", "pooler.dense.weight"),
     (r"bert/pooler/dense/bias", "pooler.dense.bias"),
 )
-_HEAD_NAMES = {
-    "cls/predictions/transform/dense/kernel": "cls.predictions.transform.dense.weight",
-    "cls/predictions/transform/dense/bias": "cls.predictions.transform.dense.bias",
-    "cls/predictions/transform/LayerNorm/gamma": "cls.predictions.transform.LayerNorm.weight",
-    "cls/predictions/transform/LayerNorm/beta": "cls.predictions.transform.LayerNorm.bias",
-    "cls/predictions/output_bias": "cls.predictions.bias",
-    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
-    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
-    "output_weights": "classifier.weight",
-    "output_bias": "classifier.bias",
-    "cls/squad/output_weights": "qa_outputs.weight",
-    "cls/squad/output_bias": "qa_outputs.bias",
-    "cls/token_classification/output_weights": "classifier.weight",
-    "cls/token_classification/output_bias": "classifier.bias",
-}
 _ENCODER_COMPILED = tuple((re.compile(p + "$"), r) for p, r in _ENCODER_NAMES)
 
 
-def hf_name(canonical, prefix):
-    """The Hugging Face name of a canonical weight name.
+def hf_name(canonical, prefix, head_names=None):
+    """The Hugging Face name of a canonical weight name: an encoder weight's, with the
+    architecture's `prefix`, or a head weight's from `head_names`.
 
     Example: `bert/encoder/layer_0/attention/self/query/kernel` with prefix "bert." ->
     `bert.encoder.layer.0.attention.self.query.weight`.
@@ -84,18 +63,25 @@ def hf_name(canonical, prefix):
     for pattern, replacement in _ENCODER_COMPILED:
         if pattern.match(canonical):
             return prefix + pattern.sub(replacement, canonical).replace("/", ".")
-    if canonical in _HEAD_NAMES:
-        return _HEAD_NAMES[canonical]
+    if head_names and canonical in head_names:
+        return head_names[canonical]
     raise KeyError(f"No Hugging Face name for '{canonical}'.")
+
+
+def architecture(model):
+    """The Hugging Face architecture of `model` (its class's `hf_architecture`)."""
+    name = getattr(model, "hf_architecture", None)
+    if name is None:
+        raise TypeError(f"{type(model).__name__}: no Hugging Face architecture (the class "
+                        f"has no `hf_architecture`).")
+    return name
 
 
 def hf_tensors(model):
     """{Hugging Face name: float32 array} of every weight of `model`."""
-    kind = type(model).__name__
-    if kind not in ARCHITECTURES:
-        raise TypeError(f"{kind}: no Hugging Face architecture; export a BertEncoder or a "
-                        f"model of modeling.models.")
-    _, prefix, pooler = ARCHITECTURES[kind]
+    architecture(model)
+    prefix, pooler = model.hf_encoder_prefix, model.hf_has_pooler
+    head_names = getattr(model, "hf_head_names", {})
     tensors = {}
     for name, (variable, rule) in mapping.variable_map(model).items():
         if name.startswith("bert/pooler/") and not pooler:
@@ -105,20 +91,19 @@ def hf_tensors(model):
             value = value.T
         elif rule == mapping.TRANSPOSE:  # output_weights: Keras [in, out] -> [out, in]
             value = value.T
-        tensors[hf_name(name, prefix)] = np.ascontiguousarray(value)
+        tensors[hf_name(name, prefix, head_names)] = np.ascontiguousarray(value)
     return tensors
 
 
 def hf_config(model, labels=None):
     """config.json for `model`: the architecture, its sizes, the activation named for
     Hugging Face, and for task heads the labels (`id2label`/`label2id`)."""
-    encoder = model if type(model).__name__ == "BertEncoder" else model.encoder
+    encoder = getattr(model, "encoder", model)
     config = encoder.bert_config()
     if config.hidden_act not in HF_ACTIVATION:
         raise ValueError(f"hidden_act={config.hidden_act!r} has no Hugging Face name.")
-    kind = type(model).__name__
     out = {
-        "architectures": [ARCHITECTURES[kind][0]], "model_type": "bert",
+        "architectures": [architecture(model)], "model_type": "bert",
         "vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
         "num_hidden_layers": config.num_hidden_layers,
         "num_attention_heads": config.num_attention_heads,
@@ -132,8 +117,7 @@ def hf_config(model, labels=None):
         "pad_token_id": 0, "position_embedding_type": "absolute",
         "classifier_dropout": None, "torch_dtype": "float32",
     }
-    num_labels = {"BertClassifier": getattr(model, "num_classes", None),
-                  "BertTokenClassifier": getattr(model, "num_labels", None)}.get(kind)
+    num_labels = getattr(model, "hf_num_labels", None)
     if num_labels:
         labels = list(labels) if labels else [f"LABEL_{i}" for i in range(num_labels)]
         if num_labels == 1:  # a score (STS-B): Hugging Face's regression
@@ -153,8 +137,9 @@ def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, lab
     `output_dir`.
 
     Args:
-        model: a `modeling.BertEncoder`, `BertPretrainer`, `BertClassifier`,
-            `BertSpanLabeler` or `BertTokenClassifier`, weights loaded.
+        model: a `modeling.BertEncoder`, or a model whose class names its Hugging Face
+            architecture (`BertPretrainer`, `BertClassifier`, `BertSpanLabeler`,
+            `BertTokenClassifier`, a task's own), weights loaded.
         output_dir: str. Replaced whole if it exists.
         vocab_file: str or None. Copied with `tokenizer_config.json` (the casing) so that
             `AutoTokenizer` loads the same WordPiece tokenizer.

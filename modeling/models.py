@@ -8,10 +8,10 @@ model can reuse a pre-trained encoder object as it is.
 
 import keras
 
+from modeling.checkpoint_mapping import IDENTITY, TRANSPOSE
 from modeling.config import BertConfig
 from modeling.encoder import BertEncoder
-from modeling.heads import (ClassificationHead, MaskedLMHead, SpanLabelingHead,
-                            TokenClassificationHead)
+from modeling.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 
 
 def _as_encoder(encoder_or_config):
@@ -24,7 +24,22 @@ def _as_encoder(encoder_or_config):
 
 
 class _EncoderModel(keras.Model):
-    """Shared plumbing: holds `self.encoder`, runs it, serialises it in `get_config`."""
+    """Shared plumbing: holds `self.encoder`, runs it, serialises it in `get_config`.
+
+    Each subclass names its heads' weights in the checkpoint formats:
+        checkpoint_heads: ((canonical TF1 name, attribute path from the model, rule), ...):
+            read by `modeling.checkpoint_mapping.variable_map`.
+        hf_architecture, hf_encoder_prefix, hf_has_pooler, hf_head_names: the Hugging
+            Face class, the prefix of the encoder's weights in it, whether it has the
+            pooler, and {canonical name: Hugging Face name} of the heads' weights (see
+            `modeling.huggingface`); `hf_num_labels` for heads with labels.
+    """
+    checkpoint_heads = ()
+    hf_architecture = None
+    hf_encoder_prefix = "bert."
+    hf_has_pooler = True
+    hf_head_names = {}
+    hf_num_labels = None
 
     def __init__(self, encoder, **kwargs):
         super().__init__(**kwargs)
@@ -67,6 +82,28 @@ class BertPretrainer(_EncoderModel):
         class 0 = is next, 1 = random) and, when positions are given, "masked_lm_logits"
         (float [batch_size, max_predictions_per_seq, vocab_size]).
     """
+    checkpoint_heads = (
+        ("cls/predictions/transform/dense/kernel", "masked_lm.transform.kernel", IDENTITY),
+        ("cls/predictions/transform/dense/bias", "masked_lm.transform.bias", IDENTITY),
+        ("cls/predictions/transform/LayerNorm/gamma",
+         "masked_lm.transform_layer_norm.gamma", IDENTITY),
+        ("cls/predictions/transform/LayerNorm/beta",
+         "masked_lm.transform_layer_norm.beta", IDENTITY),
+        ("cls/predictions/output_bias", "masked_lm.output_bias", IDENTITY),
+        ("cls/seq_relationship/output_weights", "next_sentence.dense.kernel", TRANSPOSE),
+        ("cls/seq_relationship/output_bias", "next_sentence.dense.bias", IDENTITY),
+    )
+    hf_architecture = "BertForPreTraining"
+    hf_head_names = {
+        "cls/predictions/transform/dense/kernel": "cls.predictions.transform.dense.weight",
+        "cls/predictions/transform/dense/bias": "cls.predictions.transform.dense.bias",
+        "cls/predictions/transform/LayerNorm/gamma":
+            "cls.predictions.transform.LayerNorm.weight",
+        "cls/predictions/transform/LayerNorm/beta": "cls.predictions.transform.LayerNorm.bias",
+        "cls/predictions/output_bias": "cls.predictions.bias",
+        "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+        "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+    }
 
     def __init__(self, encoder, **kwargs):
         super().__init__(encoder, **kwargs)
@@ -105,6 +142,13 @@ class BertClassifier(_EncoderModel):
     Returns:
         dict with "logits" (float [batch_size, num_classes]) and "pooled_output".
     """
+    # run_classifier.py creates these at the root variable scope.
+    checkpoint_heads = (
+        ("output_weights", "classifier.dense.kernel", TRANSPOSE),
+        ("output_bias", "classifier.dense.bias", IDENTITY),
+    )
+    hf_architecture = "BertForSequenceClassification"
+    hf_head_names = {"output_weights": "classifier.weight", "output_bias": "classifier.bias"}
 
     def __init__(self, encoder, num_classes, *, dropout_rate=0.1, **kwargs):
         super().__init__(encoder, **kwargs)
@@ -122,6 +166,10 @@ class BertClassifier(_EncoderModel):
         return {"logits": self.classifier(outputs["pooled_output"], training=training),
                 "pooled_output": outputs["pooled_output"]}
 
+    @property
+    def hf_num_labels(self):
+        return self.num_classes
+
     def _head_config(self):
         return {"num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
 
@@ -133,6 +181,14 @@ class BertSpanLabeler(_EncoderModel):
     Returns:
         dict with "start_logits" and "end_logits", each float [batch_size, seq_length].
     """
+    checkpoint_heads = (
+        ("cls/squad/output_weights", "span_head.dense.kernel", TRANSPOSE),
+        ("cls/squad/output_bias", "span_head.dense.bias", IDENTITY),
+    )
+    hf_architecture = "BertForQuestionAnswering"
+    hf_has_pooler = False
+    hf_head_names = {"cls/squad/output_weights": "qa_outputs.weight",
+                     "cls/squad/output_bias": "qa_outputs.bias"}
 
     def __init__(self, encoder, **kwargs):
         super().__init__(encoder, **kwargs)
@@ -159,13 +215,22 @@ class BertTokenClassifier(_EncoderModel):
     Returns:
         dict with "logits", float [batch_size, seq_length, num_labels].
     """
+    # The original has no tagging head; these names follow its conventions.
+    checkpoint_heads = (
+        ("cls/token_classification/output_weights", "tagger.dense.kernel", TRANSPOSE),
+        ("cls/token_classification/output_bias", "tagger.dense.bias", IDENTITY),
+    )
+    hf_architecture = "BertForTokenClassification"
+    hf_has_pooler = False
+    hf_head_names = {"cls/token_classification/output_weights": "classifier.weight",
+                     "cls/token_classification/output_bias": "classifier.bias"}
 
     def __init__(self, encoder, num_labels, *, dropout_rate=0.1, **kwargs):
         super().__init__(encoder, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.tagger = TokenClassificationHead(
-            num_labels=num_labels, dropout_rate=dropout_rate,
+        self.tagger = ClassificationHead(
+            num_classes=num_labels, dropout_rate=dropout_rate,
             initializer_range=self.encoder.initializer_range,
             dtype=self.encoder.dtype_policy, name="tagger")
         self.tagger.build((None, None, self.encoder.hidden_size))
@@ -174,6 +239,10 @@ class BertTokenClassifier(_EncoderModel):
     def call(self, inputs, training=None):
         outputs = self._encode(inputs, training)
         return {"logits": self.tagger(outputs["sequence_output"], training=training)}
+
+    @property
+    def hf_num_labels(self):
+        return self.num_labels
 
     def _head_config(self):
         return {"num_labels": self.num_labels, "dropout_rate": self.dropout_rate}

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 import modeling
-from modeling.heads import (ClassificationHead, MaskedLMHead, SpanLabelingHead,
-                            TokenClassificationHead)
+from modeling.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 from modeling.layers import BertEmbeddings, SelfAttention, TransformerBlock
 
 
@@ -19,7 +18,6 @@ from modeling.layers import BertEmbeddings, SelfAttention, TransformerBlock
     (MaskedLMHead, dict(vocab_size=30, hidden_size=8, hidden_act="gelu_exact")),
     (ClassificationHead, dict(num_classes=3, dropout_rate=0.0)),
     (SpanLabelingHead, dict(initializer_range=0.1)),
-    (TokenClassificationHead, dict(num_labels=9)),
 ])
 def test_layer_config_round_trip(cls, kwargs):
     layer = cls(**kwargs, name="x")

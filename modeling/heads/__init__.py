@@ -1,4 +1,5 @@
-"""Output heads that sit on the encoder: masked LM, classification, span, token tagging.
+"""Output heads that sit on the encoder: masked LM, classification (of the [CLS] vector
+or of every token), span.
 
 Pipeline position: `modeling.models` joins them to a `BertEncoder` for pre-training
 (`MaskedLMHead` + a 2-way `ClassificationHead` for next sentence) and fine-tuning.
@@ -7,7 +8,5 @@ Pipeline position: `modeling.models` joins them to a `BertEncoder` for pre-train
 from modeling.heads.classification import ClassificationHead
 from modeling.heads.masked_lm import MaskedLMHead
 from modeling.heads.span_labeling import SpanLabelingHead
-from modeling.heads.token_classification import TokenClassificationHead
 
-__all__ = ["ClassificationHead", "MaskedLMHead", "SpanLabelingHead",
-           "TokenClassificationHead"]
+__all__ = ["ClassificationHead", "MaskedLMHead", "SpanLabelingHead"]

@@ -1,7 +1,9 @@
-"""Classification / regression head on the pooled [CLS] vector.
+"""Classification / regression head: dropout and one dense layer to logits, on the pooled
+[CLS] vector or on every token.
 
-Pipeline position: next-sentence prediction in pre-training (2 classes, no dropout) and
-sequence classification or regression in fine-tuning (GLUE, XNLI).
+Pipeline position: next-sentence prediction in pre-training (2 classes, no dropout),
+sequence classification or regression in fine-tuning (GLUE, XNLI), and per-token tagging
+(named-entity recognition) on the sequence output.
 """
 
 import keras
@@ -24,11 +26,12 @@ class ClassificationHead(keras.layers.Layer):
         initializer_range: float. Defaults to 0.02.
 
     Call arguments:
-        pooled_output: float Tensor of shape [batch_size, hidden_size].
+        features: float Tensor [batch_size, hidden_size] (the pooled output), or
+            [batch_size, seq_length, hidden_size] (every token).
         training: bool.
 
     Returns:
-        float Tensor of logits, shape [batch_size, num_classes].
+        float Tensor of logits, the shape of `features` with `num_classes` last.
     """
 
     def __init__(self, *, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
@@ -46,8 +49,8 @@ class ClassificationHead(keras.layers.Layer):
         self.dense.build(input_shape)
         self.built = True
 
-    def call(self, pooled_output, training=None):
-        return self.dense(self.dropout(pooled_output, training=training))
+    def call(self, features, training=None):
+        return self.dense(self.dropout(features, training=training))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.num_classes,)
