@@ -9,9 +9,11 @@ Python user builds the same configs directly.
 """
 
 import dataclasses
+import typing
 
 from absl import app, flags
 
+from common import settings
 from training import distribution
 from training.optimizers import OPTIMIZER_NAMES
 
@@ -50,6 +52,52 @@ def _define_grid_flag(item_parser, name, default, help_text):
     flags.DEFINE(_OneOrMore(item_parser), name, default,
                  help_text + " Several values, comma-separated, run a grid (fine-tuning).",
                  serializer=_OneOrMoreSerializer())
+
+
+_PARSERS = {int: flags.IntegerParser, float: flags.FloatParser}
+
+
+def _value_type(hint):
+    """int, float, bool, str or tuple, from a field's type hint (Optional[X] -> X)."""
+    if typing.get_origin(hint) is typing.Union:
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    hint = typing.get_origin(hint) or hint
+    return tuple if hint in (list, tuple) else hint
+
+
+def define_settings(config_class, defaults=None, flag_values=flags.FLAGS):
+    """Defines the absl flag of every field of the dataclass `config_class` declared with
+    `common.settings.setting`: same name, type (bool, int, float, str; an enum with
+    `choices`; a comma-separated list for a tuple; several values for a grid setting),
+    default (or `defaults[name]`, a script's own) and help. A flag defined already (a
+    setting shared by several configs) is left as it is."""
+    defaults = defaults or {}
+    hints = typing.get_type_hints(config_class)
+    for field in dataclasses.fields(config_class):
+        help_text = settings.help_of(field)
+        if help_text is None or not field.metadata.get("flag", True) \
+                or field.name in flag_values:
+            continue
+        name, kind = field.name, _value_type(hints[field.name])
+        default = defaults.get(name, None if field.default is dataclasses.MISSING
+                               else field.default)
+        choices = field.metadata.get("choices")
+        if field.metadata.get("grid"):
+            _define_grid_flag(_PARSERS[kind](), name, default, help_text)
+        elif choices:
+            flags.DEFINE_enum(name, default, list(choices), help_text,
+                              flag_values=flag_values)
+        elif kind is bool:
+            flags.DEFINE_bool(name, default, help_text, flag_values=flag_values)
+        elif kind is int:
+            flags.DEFINE_integer(name, default, help_text, flag_values=flag_values)
+        elif kind is float:
+            flags.DEFINE_float(name, default, help_text, flag_values=flag_values)
+        elif kind is tuple:
+            flags.DEFINE_list(name, None if default is None else list(default), help_text,
+                              flag_values=flag_values)
+        else:
+            flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
 
 
 def grid_axes(flag_values):

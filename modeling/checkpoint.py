@@ -236,14 +236,35 @@ def load_checkpoint(model, path, strict=False):
     """
     reader = open_checkpoint(path)
     targets = mapping.variable_map(model)
-    mismatches, loaded, not_filled = [], [], []
+    not_filled = _check_fit(reader, targets, strict)
+    values = _read_values(reader, targets)
+    for name, value in values.items():  # nothing is assigned unless everything was read
+        variable = targets[name][0]
+        variable.assign(value.astype(variable.dtype))
+    unused = sorted(set(reader.shapes) - set(targets))
+    report = LoadReport(reader.path, reader.format, list(values), not_filled, unused)
+    # Encoder weights missing or left unused deserve a warning; a new task head, or the
+    # pre-training heads a fine-tuning model has no use for, are expected.
+    encoder_issue = any(n.startswith(mapping.ENCODER_SCOPE) for n in not_filled + unused)
+    (logging.warning if encoder_issue else logging.info)(report.summary())
+    return report
+
+
+def _layout_rule(reader, rule):
+    """The rule that brings a checkpoint tensor into the model's layout (none for a
+    checkpoint in Keras layout already)."""
+    return mapping.IDENTITY if reader.keras_layout else rule
+
+
+def _check_fit(reader, targets, strict):
+    """Raises `CheckpointError` unless the checkpoint fits the model (see
+    `load_checkpoint`); returns the model weights it does not fill."""
+    mismatches, not_filled = [], []
     for name, (variable, rule) in targets.items():
-        if reader.keras_layout:
-            rule = mapping.IDENTITY
         if name not in reader.shapes:
             not_filled.append(name)
             continue
-        ckpt_shape = mapping.rule_shape(reader.keras_shape(name), rule)
+        ckpt_shape = mapping.rule_shape(reader.keras_shape(name), _layout_rule(reader, rule))
         if tuple(ckpt_shape) != tuple(variable.shape):
             mismatches.append(
                 f"checkpoint variable '{name}' has shape {list(ckpt_shape)} (in the model's "
@@ -257,35 +278,30 @@ def load_checkpoint(model, path, strict=False):
         raise CheckpointError(
             f"{reader.path}: no variable of the model is in this checkpoint (it holds e.g. "
             f"{sorted(reader.shapes)[:5]}). Is it a BERT checkpoint?")
-    unused = sorted(set(reader.shapes) - set(targets))
-    _check_layers(reader.path, unused, targets)
+    _check_layers(reader.path, sorted(set(reader.shapes) - set(targets)), targets)
     missing = [n for n in not_filled if strict is True or
                (strict == "encoder" and n.startswith(mapping.ENCODER_SCOPE))]
     if missing:
         raise CheckpointError(f"{reader.path}: {len(missing)} model weights are not in "
                               f"the checkpoint: {', '.join(missing)}")
+    return not_filled
+
+
+def _read_values(reader, targets):
+    """{canonical name: array in the model's layout} of every model weight the checkpoint
+    holds; a tensor that cannot be read is a `CheckpointReadError`."""
     values = {}
     for name, (variable, rule) in targets.items():
-        if name in reader.shapes:
-            if reader.keras_layout:
-                rule = mapping.IDENTITY
-            try:
-                values[name] = mapping.apply_rule(reader.get(name), rule)
-            except (IndexError, tf.errors.OpError) as e:  # e.g. a truncated data file
-                raise CheckpointReadError(
-                    f"{reader.path}: cannot read '{name}' ({type(e).__name__}: "
-                    f"{op_error_text(e)}); the checkpoint is damaged or was cut short. "
-                    f"Copy or download it again.") from e
-    for name, value in values.items():  # nothing is assigned unless everything was read
-        variable = targets[name][0]
-        variable.assign(value.astype(variable.dtype))
-        loaded.append(name)
-    report = LoadReport(reader.path, reader.format, loaded, not_filled, unused)
-    # Encoder weights missing or left unused deserve a warning; a new task head, or the
-    # pre-training heads a fine-tuning model has no use for, are expected.
-    encoder_issue = any(n.startswith(mapping.ENCODER_SCOPE) for n in not_filled + unused)
-    (logging.warning if encoder_issue else logging.info)(report.summary())
-    return report
+        if name not in reader.shapes:
+            continue
+        try:
+            values[name] = mapping.apply_rule(reader.get(name), _layout_rule(reader, rule))
+        except (IndexError, tf.errors.OpError) as e:  # e.g. a truncated data file
+            raise CheckpointReadError(
+                f"{reader.path}: cannot read '{name}' ({type(e).__name__}: "
+                f"{op_error_text(e)}); the checkpoint is damaged or was cut short. "
+                f"Copy or download it again.") from e
+    return values
 
 
 def _check_layers(path, unused, targets):
@@ -337,18 +353,3 @@ def save_tf2_checkpoint(model, prefix):
     with file_io.atomic_checkpoint(prefix) as tmp_prefix:
         tf.train.Checkpoint(**{TF2_WEIGHTS_KEY: weights}).write(tmp_prefix)
     return prefix
-
-
-def read_bert_config_beside(path):
-    """Finds the config that ships with a checkpoint (`bert_config.json` or a Hugging
-    Face `config.json` in the same folder), or None."""
-    from modeling.config import BertConfig
-
-    folder = path if tf.io.gfile.isdir(str(path)) else os.path.dirname(str(path))
-    for name in ("bert_config.json", "config.json"):
-        candidate = os.path.join(folder, name)
-        if tf.io.gfile.exists(candidate):
-            return BertConfig.from_json_file(candidate)
-    return None
-
-

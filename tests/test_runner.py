@@ -145,12 +145,18 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
 
 
 def test_task_names_and_aliases():
-    from tasks import canonical_name
-    assert [canonical_name(n) for n in ("classifier", "span", "tagger", "ner", "SQuAD",
-                                        "classification")] == [
+    from tasks import registry
+    found = registry.load_all()  # every folder of tasks/, found without a list
+    assert set(found) == {"pretraining", "classification", "squad", "tagging"}
+    assert [registry.canonical_name(n) for n in ("classifier", "span", "tagger", "ner",
+                                                 "SQuAD", "classification")] == [
         "classification", "squad", "tagging", "tagging", "squad", "classification"]
+    assert all(registry.get(name).task_class.name == name for name in found)
     with pytest.raises(ValueError, match="Unknown task 'nope'"):
-        canonical_name("nope")
+        registry.canonical_name("nope")
+    with pytest.raises(ValueError, match="taken by task 'tagging'"):
+        registry.register(registry.TaskEntry(name="ner", task_class=object,
+                                             config_class=object))
 
 
 def test_configs_are_frozen_and_name_required_fields():

@@ -84,8 +84,7 @@ def explained_input_errors(task):
     try:
         yield
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as err:
-        explain = getattr(task, "explain_input_error", None)
-        better = explain(err) if explain else None
+        better = task.explain_input_error(err) if task is not None else None
         if better is None:
             raise
         raise better from err
@@ -96,6 +95,12 @@ def _learning_rate(optimizer):
         optimizer = optimizer.inner_optimizer
     lr = optimizer.learning_rate
     return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+
+# What the loop itself logs after the loss, and how.
+_LOOP_LOG_FORMATS = {"learning_rate": ".3e", "gradient_norm": ".3f",
+                     "sequences_per_second": ".1f", "tokens_per_second": ".0f",
+                     "loss_scale": ".0f"}
 
 
 class Trainer:
@@ -246,6 +251,33 @@ class Trainer:
         Raises:
             TrainingDivergedError: the loss became NaN or Inf.
         """
+        manager, step = self._restore(flag_record)
+
+        def pipeline(context):
+            # The input is deterministic for a given seed: a resumed run skips the batches
+            # already trained on (each input pipeline feeds its local replicas one batch
+            # each per step), so it sees exactly what an uninterrupted run would.
+            local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
+            return dataset_fn(context, step * local_replicas)
+
+        iterator = iter(self.strategy.distribute_datasets_from_function(pipeline))
+        if step >= num_train_steps:
+            logging.info("Step %d of %d: training already finished.", step, num_train_steps)
+            return {}
+        logging.info("Training from step %d to %d.", step, num_train_steps)
+        self._metrics = (metrics_log.MetricsLog(self.model_dir) if is_chief(self.strategy)
+                         else None)
+        self._started = (time.perf_counter(), step)
+        self._saved = None  # (step, path) of this run's last save
+        self._stop_requested.assign(False)
+        with preemption.SignalWatch(lambda: self._stop_requested.assign(True)) as watch:
+            return self._train_loops(iterator, manager, watch, step, num_train_steps,
+                                     steps_per_loop, save_checkpoints_steps, log_steps,
+                                     global_batch_size, hooks)
+
+    def _restore(self, flag_record):
+        """Restores the newest checkpoint (every worker from the chief's), checks and
+        records the run's flags; returns (the checkpoint manager, the step)."""
         strategy = self.strategy
         if is_chief(strategy):
             checkpointing.remove_partial_saves(self.model_dir)
@@ -261,61 +293,47 @@ class Trainer:
                                          checkpoint_name="ckpt"))
         step = int(self.global_step.numpy())
         self._check_same_step(step)
-        # The input is deterministic for a given seed: a resumed run skips the batches
-        # already trained on (each input pipeline feeds its local replicas one batch each
-        # per step), so it sees exactly what an uninterrupted run would.
         if flag_record is not None and is_chief(strategy):
             run_flags.check_and_record(self.model_dir, flag_record, step)
         if step:
             logging.info("Skipping the input already trained on (%d steps).", step)
+        return manager, step
 
-        def pipeline(context):
-            local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
-            return dataset_fn(context, step * local_replicas)
-
-        dataset = strategy.distribute_datasets_from_function(pipeline)
-        iterator = iter(dataset)
-        if step >= num_train_steps:
-            logging.info("Step %d of %d: training already finished.", step, num_train_steps)
-            return {}
-        logging.info("Training from step %d to %d.", step, num_train_steps)
-        self._metrics = metrics_log.MetricsLog(self.model_dir) if is_chief(strategy) else None
-        self._started = (time.perf_counter(), step)
+    def _train_loops(self, iterator, manager, watch, step, num_train_steps, steps_per_loop,
+                     save_checkpoints_steps, log_steps, global_batch_size, hooks):
+        """Device loops from `step` to `num_train_steps`, each ending at the next
+        boundary (a log, a save, the loop length, the end); returns the last logs."""
         steps_in_run = num_train_steps - step
         log_every = log_interval(log_steps, steps_in_run)
         logs = {}
-        self._saved = None  # (step, path) of this run's last save
-        self._stop_requested.assign(False)
-        with preemption.SignalWatch(lambda: self._stop_requested.assign(True)) as watch:
-            while step < num_train_steps:
-                boundaries = [num_train_steps, step + steps_per_loop,
-                              (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
-                if log_every:
-                    boundaries.append((step // log_every + 1) * log_every)
-                start = time.perf_counter()
-                with explained_input_errors(self.task):
-                    out = self._train_loop(iterator, tf.constant(min(boundaries) - step,
-                                                                 tf.int32))
-                    out = tf.nest.map_structure(lambda t: t.numpy(), out)
-                elapsed = time.perf_counter() - start
-                step = int(self.global_step.numpy())
-                if not np.isfinite(out["last_loss"]):
-                    raise TrainingDivergedError(
-                        f"The loss became {out['last_loss']} at step {step}; training "
-                        f"stopped without saving. The last good checkpoint is "
-                        f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, "
-                        f"check the input data, or use --dtype=float32.")
-                log_every = log_interval(log_steps, steps_in_run, elapsed / int(out["steps"]))
-                logs = self._loop_logs(out, elapsed, global_batch_size)
-                self._log(step, num_train_steps, logs)
-                if out["stopped"]:  # SIGTERM/SIGINT here or on another worker
-                    path = self._save(manager, step)
-                    raise preemption.TrainingStopped(watch.signum or signal.SIGTERM, step,
-                                                     path)
-                if step % save_checkpoints_steps == 0 or step == num_train_steps:
-                    self._save(manager, step)
-                for hook in hooks:
-                    hook(step, logs)
+        while step < num_train_steps:
+            boundaries = [num_train_steps, step + steps_per_loop,
+                          (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
+            if log_every:
+                boundaries.append((step // log_every + 1) * log_every)
+            start = time.perf_counter()
+            with explained_input_errors(self.task):
+                out = self._train_loop(iterator, tf.constant(min(boundaries) - step,
+                                                             tf.int32))
+                out = tf.nest.map_structure(lambda t: t.numpy(), out)
+            elapsed = time.perf_counter() - start
+            step = int(self.global_step.numpy())
+            if not np.isfinite(out["last_loss"]):
+                raise TrainingDivergedError(
+                    f"The loss became {out['last_loss']} at step {step}; training "
+                    f"stopped without saving. The last good checkpoint is "
+                    f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, "
+                    f"check the input data, or use --dtype=float32.")
+            log_every = log_interval(log_steps, steps_in_run, elapsed / int(out["steps"]))
+            logs = self._loop_logs(out, elapsed, global_batch_size)
+            self._log(step, num_train_steps, logs)
+            if out["stopped"]:  # SIGTERM/SIGINT here or on another worker
+                path = self._save(manager, step)
+                raise preemption.TrainingStopped(watch.signum or signal.SIGTERM, step, path)
+            if step % save_checkpoints_steps == 0 or step == num_train_steps:
+                self._save(manager, step)
+            for hook in hooks:
+                hook(step, logs)
         return logs
 
     def _check_same_step(self, step):
@@ -379,12 +397,12 @@ class Trainer:
                                 elapsed_seconds=round(elapsed, 2),
                                 eta_seconds=None if eta is None else round(eta, 1))
         parts = [f"step {step}/{total}", f"loss {logs['loss']:.4f}"]
-        for name, fmt in (("masked_lm_loss", ".4f"), ("next_sentence_loss", ".4f"),
-                          ("learning_rate", ".3e"), ("gradient_norm", ".3f"),
-                          ("sequences_per_second", ".1f"), ("tokens_per_second", ".0f"),
-                          ("loss_scale", ".0f")):
-            if name in logs:
-                parts.append(f"{name} {logs[name]:{fmt}}")
+        # The task's own statistics (what its `loss` returns: e.g. the losses of its
+        # parts) follow the loss, then the loop's own figures.
+        parts += [f"{name} {value:.4f}" for name, value in logs.items()
+                  if name != "loss" and name not in _LOOP_LOG_FORMATS]
+        parts += [f"{name} {logs[name]:{fmt}}" for name, fmt in _LOOP_LOG_FORMATS.items()
+                  if name in logs]
         if eta is not None:
             parts.append(f"eta {format_duration(eta)}")
         logging.info("  ".join(parts))

@@ -12,7 +12,8 @@ The runner calls, in this order:
      the run will use (before any training step);
   2. `build_model(bert_config)` (inside the strategy's scope);
   3. `train_input(global_batch_size, seed)` -> `TrainInput`; the loop then calls
-     `normalizers(batch)` and `loss(model, batch, normalizers, training)` per step;
+     `normalizers(batch)` and `loss(model, batch, normalizers, training)` per step,
+     and `explain_input_error` when the input fails;
   4. `evaluate(model, strategy)` -> {metric: value} (at checkpoints too, to keep the best
      by `main_metric`), written with `format_results`;
   5. `predict(model)` -> ({file name: text}, results or None);
@@ -76,7 +77,26 @@ class Task:
         raise NotImplementedError
 
     def evaluate(self, model, strategy):
+        """{metric: value} of `model` on the dev data (the chief, or every worker with
+        `evaluate_on_every_worker`). A task may compute it with `training.loop.evaluate`
+        over `eval_sums` and `eval_results`."""
         raise NotImplementedError(f"{type(self).__name__} has no evaluation.")
+
+    def eval_sums(self, model, batch):
+        """For `training.loop.evaluate`: {name: scalar tensor} sums over one replica's
+        batch, added over replicas and batches (run inside the strategy)."""
+        raise NotImplementedError(f"{type(self).__name__} has no eval_sums.")
+
+    def eval_results(self, sums):
+        """For `training.loop.evaluate`: {metric: value} of the totals of `eval_sums`."""
+        raise NotImplementedError(f"{type(self).__name__} has no eval_results.")
+
+    def explain_input_error(self, error):
+        """An error to raise instead of `error` (a `tf.errors.DataLossError` or
+        `InvalidArgumentError` of the input pipeline, while training or evaluating): one
+        that names the file and what is wrong with it (a `ValueError`). None when the
+        task has nothing better: `error` is then raised as it is."""
+        return None
 
     def format_results(self, results):
         """The text of eval_results.txt: `key = value` lines, sorted."""

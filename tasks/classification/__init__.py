@@ -7,6 +7,15 @@
   export.py    the SavedModel (raw strings in, labels out)
 """
 
+from tasks import registry
+from tasks.classification import export
 from tasks.classification.task import ClassificationConfig, ClassificationTask
+
+registry.register(registry.TaskEntry(
+    name="classification", aliases=("classifier",), task_class=ClassificationTask,
+    config_class=ClassificationConfig,
+    export=registry.ExportEntry(options=export.ClassificationExportOptions,
+                                build_model=export.model_for_export,
+                                save=export.save_for_export)))
 
 __all__ = ["ClassificationConfig", "ClassificationTask"]

@@ -7,6 +7,14 @@
   export.py       the SavedModel (question + context in, logits and spans out)
 """
 
+from tasks import registry
+from tasks.squad import export
 from tasks.squad.task import SquadConfig, SquadTask
+
+registry.register(registry.TaskEntry(
+    name="squad", aliases=("span",), task_class=SquadTask, config_class=SquadConfig,
+    export=registry.ExportEntry(options=export.SquadExportOptions,
+                                build_model=export.model_for_export,
+                                save=export.save_for_export)))
 
 __all__ = ["SquadConfig", "SquadTask"]

@@ -6,10 +6,14 @@ Pipeline position: after fine-tuning (`run_squad.py --export_dir`,
 `serving.saved_model` for what every export shares.
 """
 
+import dataclasses
+
 import tensorflow as tf
 
-from text.graph_packing import keep_first, pack_ids
+from common.settings import setting
+from modeling import BertSpanLabeler
 from serving import saved_model as export
+from text.graph_packing import keep_first, pack_ids
 
 
 class SquadModule(export.ServingModule):
@@ -79,3 +83,20 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     return export.save(module, export_dir, tf.function(
         module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC]),
         tflite, tflite_quantize)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadExportOptions:
+    """What `export_saved_model.py` needs to export a question-answering model."""
+    max_query_length: int = setting(64, help="Question answering: question pieces kept.")
+
+
+def model_for_export(bert_config, options):
+    return BertSpanLabeler(bert_config)
+
+
+def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
+                    tflite=False, tflite_quantize=False):
+    return export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                        options.max_query_length, tflite=tflite,
+                        tflite_quantize=tflite_quantize)

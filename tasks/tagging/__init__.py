@@ -7,6 +7,15 @@
   export.py    the SavedModel (a sentence in, entities with character offsets out)
 """
 
+from tasks import registry
+from tasks.tagging import export
 from tasks.tagging.task import TaggingConfig, TaggingTask
+
+registry.register(registry.TaskEntry(
+    name="tagging", aliases=("tagger", "ner"), task_class=TaggingTask,
+    config_class=TaggingConfig,
+    export=registry.ExportEntry(options=export.TaggingExportOptions,
+                                build_model=export.model_for_export,
+                                save=export.save_for_export)))
 
 __all__ = ["TaggingConfig", "TaggingTask"]

@@ -5,10 +5,16 @@ Pipeline position: after fine-tuning (`run_ner.py --export_dir`,
 `serving.saved_model` for what every export shares.
 """
 
+import dataclasses
+from typing import Optional
+
 import tensorflow as tf
 
-from text.graph_packing import pack_ids
+from common.settings import setting
+from modeling import BertTokenClassifier
 from serving import saved_model as export
+from tasks import registry
+from text.graph_packing import pack_ids
 
 
 class TaggingModule(export.ServingModule):
@@ -98,3 +104,28 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     return export.save(module, export_dir,
                        tf.function(module.from_text, input_signature=[export.TEXT_SPEC]),
                        tflite, tflite_quantize)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingExportOptions:
+    """What `export_saved_model.py` needs to rebuild a tagger beyond its checkpoint."""
+    labels: Optional[tuple] = setting(
+        None, help="The tags, in training order (run_ner.py's label_list.txt).")
+    labels_file: Optional[str] = setting(
+        None, help="A file with one label per line (run_ner.py writes "
+        "output_dir/label_list.txt).")
+
+
+def model_for_export(bert_config, options):
+    labels = registry.labels_of(options)
+    if not labels:
+        raise ValueError("A tagger needs --labels or --labels_file (run_ner.py's "
+                         "label_list.txt).")
+    return BertTokenClassifier(bert_config, len(labels))
+
+
+def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
+                    tflite=False, tflite_quantize=False):
+    return export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                          registry.labels_of(options), tflite=tflite,
+                          tflite_quantize=tflite_quantize)
