@@ -20,40 +20,17 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
+from tasks.classification import ClassificationConfig, ClassificationTask  # noqa: E402
+
+training_flags.define_settings(ClassificationConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags()
-flags.DEFINE_string("task_name", None, "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, "
-                    "WNLI, XNLI, or generic (your own files).")
-flags.DEFINE_string("data_dir", None, "Folder with the task's train/dev/test files.")
-flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the classifier.")
-flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and test on.")
-flags.DEFINE_enum("tokenizer", "python", ["python", "graph"],
-                  "Feature conversion: the Python tokenizer or the in-graph one "
-                  "(identical results).")
-flags.DEFINE_string("text_a_column", "text_a", "generic task: column of the first text.")
-flags.DEFINE_string("text_b_column", None, "generic task: column of the second text.")
-flags.DEFINE_string("label_column", "label", "generic task: column of the label.")
-flags.DEFINE_list("labels", None, "generic task: the label list (default: read from the "
-                  "training data).")
-flags.DEFINE_bool("regression", False, "generic task: the label is a number.")
-flags.DEFINE_enum("long_document", "truncate", ["truncate", "head_tail", "windows"],
-                  "A text longer than --max_seq_length: truncate (the original), head_tail "
-                  "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or "
-                  "windows (every window, --doc_stride pieces apart; trained on each with "
-                  "the document's label, scored by the mean of the windows' logits). For "
-                  "pairs, text_b is kept whole and text_a is the long one.")
-flags.DEFINE_integer("doc_stride", None, "--long_document=windows: pieces between window "
-                     "starts (default half a window).")
-flags.DEFINE_bool("bucket_by_length", False, "Training batches of sequences of similar "
-                  "length (less padding, faster; as Hugging Face's group_by_length). "
-                  "Every batch is padded only to its own longest sequence either way.")
 FLAGS = flags.FLAGS
 
 
 def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
-    from tasks.classification import ClassificationConfig, ClassificationTask
     from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 

@@ -20,18 +20,11 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
+from tasks.tagging import TaggingConfig, TaggingTask  # noqa: E402
+
+training_flags.define_settings(TaggingConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
-training_flags.define_fine_tuning_flags(do_lower_case=False, predict_batch_size=32)
-flags.DEFINE_string("data_dir", None, "Folder with train/dev/test files: eng.train, "
-                    "eng.testa, eng.testb or train.txt, valid.txt (dev.txt), test.txt.")
-flags.DEFINE_enum("tag_scheme", "iob2", ["iob2", "keep"],
-                  "iob2: convert the tags to IOB2 (BIO), e.g. CoNLL-2003's IOB1; keep: use "
-                  "them as they are.")
-flags.DEFINE_integer("doc_stride", None, "Pieces between the starts of overlapping "
-                     "windows of a long sentence (default max_seq_length / 2).")
-flags.DEFINE_bool("document_context", False, "Fill each window with the words of the "
-                  "neighbouring sentences of the same document (the paper's setting); "
-                  "they are not labelled or predicted.")
+training_flags.define_fine_tuning_flags()
 flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file with conlleval's "
                   "metric; no model.")
 flags.DEFINE_string("predictions_file", None, "CoNLL predictions: word, gold tag, predicted "
@@ -54,7 +47,6 @@ def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict "
                              "(or --do_eval_only).")
-    from tasks.tagging import TaggingConfig, TaggingTask
     from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 

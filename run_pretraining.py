@@ -17,23 +17,16 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
+from tasks.pretraining import PretrainingConfig, PretrainingTask  # noqa: E402
+
+training_flags.define_settings(PretrainingConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
-flags.DEFINE_string("input_file", None,
-                    "Pre-training TFRecords: comma-separated files or globs.")
-flags.DEFINE_string("eval_input_file", None,
-                    "Evaluation TFRecords (default: --input_file, as the original).")
-flags.DEFINE_integer("max_predictions_per_seq", 20,
-                     "Masked positions per sequence; must match the data.")
-flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
-flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warm-up steps.")
-flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches.")
 FLAGS = flags.FLAGS
 
 
 def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval):
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
-    from tasks.pretraining import PretrainingConfig, PretrainingTask
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 

@@ -22,22 +22,11 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
+from tasks.squad import SquadConfig, SquadTask  # noqa: E402
+
+training_flags.define_settings(SquadConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags()
-flags.FLAGS.set_default("max_seq_length", 384)
-flags.DEFINE_string("train_file", None, "SQuAD JSON for training (train-v1.1.json).")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (dev-v1.1.json).")
-flags.DEFINE_integer("doc_stride", 128, "Pieces between the starts of document windows.")
-flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
-flags.DEFINE_integer("n_best_size", 20, "Candidates kept per question.")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: questions may have no "
-                  "answer.")
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer when "
-                   "null score - best score exceeds this.")
-flags.DEFINE_bool("train_on_first_answer", False, "Train on the first answer of questions "
-                  "that have several (e.g. a dev file, as Hugging Face does); by default "
-                  "training takes questions with exactly one answer, as the original.")
 flags.DEFINE_bool("verbose_logging", False, "Accepted for compatibility.")
 flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file against "
                   "--predict_file (no model).")
@@ -74,7 +63,6 @@ def main(_):
                              "--export_dir, --question, --do_eval_only.")
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
-    from tasks.squad import SquadConfig, SquadTask
     from tasks.squad.data import read_squad_from_text
     from training import grid, runner
     from training.config import RuntimeConfig, TrainerConfig

@@ -2,10 +2,12 @@
 and the one place where flags become settings.
 
 Pipeline position: `run_pretraining.py`, `run_classifier.py`, `run_squad.py` and
-`run_ner.py` call `define_common_flags()` (and the fine-tuning scripts
-`define_fine_tuning_flags()`), then `configs_from_flags` turns the parsed flags into the
-frozen configs of `training.config` and the tasks. No library function reads `FLAGS`: a
-Python user builds the same configs directly.
+`run_ner.py` call `define_settings(<the task's config>)`, then `define_common_flags()`
+(and the fine-tuning scripts `define_fine_tuning_flags()`); every flag of a setting is
+generated from the config field that declares it (`common.settings.setting`: name, type,
+default, help). `configs_from_flags` then turns the parsed flags into the frozen configs
+of `training.config` and the tasks. No library function reads `FLAGS`: a Python user
+builds the same configs directly.
 """
 
 import dataclasses
@@ -14,8 +16,6 @@ import typing
 from absl import app, flags
 
 from common import settings
-from training import distribution
-from training.optimizers import OPTIMIZER_NAMES
 
 
 # Flags that take several comma-separated values for a fine-tuning grid
@@ -48,10 +48,10 @@ class _OneOrMoreSerializer(flags.ArgumentSerializer):
         return ",".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
 
 
-def _define_grid_flag(item_parser, name, default, help_text):
+def _define_grid_flag(item_parser, name, default, help_text, flag_values=flags.FLAGS):
     flags.DEFINE(_OneOrMore(item_parser), name, default,
                  help_text + " Several values, comma-separated, run a grid (fine-tuning).",
-                 serializer=_OneOrMoreSerializer())
+                 serializer=_OneOrMoreSerializer(), flag_values=flag_values)
 
 
 _PARSERS = {int: flags.IntegerParser, float: flags.FloatParser}
@@ -65,25 +65,27 @@ def _value_type(hint):
     return tuple if hint in (list, tuple) else hint
 
 
-def define_settings(config_class, defaults=None, flag_values=flags.FLAGS):
+def define_settings(config_class, defaults=None, skip=(), flag_values=flags.FLAGS):
     """Defines the absl flag of every field of the dataclass `config_class` declared with
     `common.settings.setting`: same name, type (bool, int, float, str; an enum with
     `choices`; a comma-separated list for a tuple; several values for a grid setting),
-    default (or `defaults[name]`, a script's own) and help. A flag defined already (a
-    setting shared by several configs) is left as it is."""
+    default (or `defaults[name]`, a script's own) and help; not those in `skip`. A flag
+    defined already (a setting shared by several configs, defined first by the config
+    whose default the script wants) is left as it is."""
     defaults = defaults or {}
     hints = typing.get_type_hints(config_class)
     for field in dataclasses.fields(config_class):
-        help_text = settings.help_of(field)
-        if help_text is None or not field.metadata.get("flag", True) \
-                or field.name in flag_values:
+        meta = settings.metadata(config_class, field.name)
+        help_text = meta.get("help")
+        if help_text is None or not meta.get("flag", True) or field.name in flag_values \
+                or field.name in skip:
             continue
         name, kind = field.name, _value_type(hints[field.name])
         default = defaults.get(name, None if field.default is dataclasses.MISSING
                                else field.default)
-        choices = field.metadata.get("choices")
-        if field.metadata.get("grid"):
-            _define_grid_flag(_PARSERS[kind](), name, default, help_text)
+        choices = meta.get("choices")
+        if meta.get("grid"):
+            _define_grid_flag(_PARSERS[kind](), name, default, help_text, flag_values)
         elif choices:
             flags.DEFINE_enum(name, default, list(choices), help_text,
                               flag_values=flag_values)
@@ -107,81 +109,35 @@ def grid_axes(flag_values):
 
 
 def define_common_flags():
-    f = flags
-    f.DEFINE_string("bert_config_file", None, "The bert_config.json of the model.")
-    f.DEFINE_string("output_dir", None, "Checkpoints, summaries and results go here.")
-    f.DEFINE_string("init_checkpoint", None,
-                    "Initial weights: a Google TF1 checkpoint prefix, a Hugging Face "
-                    "model.safetensors, or a checkpoint of this project. Omit to start from "
-                    "random weights.")
-    f.DEFINE_integer("max_seq_length", 128, "Maximum sequence length (WordPiece tokens).")
-    f.DEFINE_bool("do_train", False, "Train.")
-    f.DEFINE_bool("do_eval", False, "Evaluate.")
-    _define_grid_flag(flags.IntegerParser(), "train_batch_size", 32,
-                      "Global training batch size (all replicas).")
-    f.DEFINE_integer("eval_batch_size", 8, "Global evaluation batch size.")
-    _define_grid_flag(flags.FloatParser(), "learning_rate", 5e-5, "Peak learning rate.")
-    f.DEFINE_integer("save_checkpoints_steps", 1000, "Save a checkpoint every N steps.")
-    f.DEFINE_integer("iterations_per_loop", 1000,
-                     "Steps run on the device per call from the host (also "
-                     "--steps_per_loop).")
-    f.DEFINE_alias("steps_per_loop", "iterations_per_loop")
-    f.DEFINE_integer("log_steps", 100, "Log and write summaries every N steps (more often "
-                     "for a run of fewer than 4 x N steps, or when N steps take over a "
-                     "minute).")
-    f.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
-    f.DEFINE_bool("overwrite_output_dir", False, "Start afresh in an --output_dir that "
-                  "holds another run: the old run is moved aside "
-                  "(<output_dir>.replaced-<time>), never deleted.")
-    f.DEFINE_enum("distribution_strategy", "one_device", list(distribution.STRATEGIES),
-                  "How to spread training over devices and machines (multi_worker_mirrored "
-                  "reads TF_CONFIG).")
-    f.DEFINE_integer("num_cpu_devices", 0,
-                     "Split the CPU into N logical devices (try 'mirrored' without GPUs).")
-    f.DEFINE_enum("dtype", "float32", list(distribution.DTYPES),
-                  "Compute dtype: float32, or mixed precision with bfloat16 or float16 "
-                  "(float16 uses dynamic loss scaling). Weights stay float32.")
-    f.DEFINE_enum("use_xla", "auto", ["auto", "true", "false"],
-                  "XLA-compile the forward and backward pass (auto: on GPU and TPU).")
-    f.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Split each replica's batch into N micro-batches and sum their "
-                     "gradients: the same update as the whole batch, with N times less "
-                     "activation memory.")
-    f.DEFINE_enum("optimizer", "adamw_original", list(OPTIMIZER_NAMES),
-                  "adamw_original: the original's Adam with weight decay and no bias "
-                  "correction; adamw: Keras AdamW (bias-corrected); lamb: LAMB for large "
-                  "batches.")
-    f.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay (not on LayerNorm "
-                   "and bias variables).")
-    f.DEFINE_float("clip_norm", 1.0, "Global-norm gradient clipping; 0 for none.")
-    _define_grid_flag(flags.IntegerParser(), "seed", 12345,
-                      "Seed for weight initialisation, dropout and shuffling.")
-    # The original's TPU flags.
-    f.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
-    f.DEFINE_string("tpu_name", None, "The Cloud TPU to use.")
-    f.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU.")
-    f.DEFINE_string("gcp_project", None, "Project of the Cloud TPU.")
-    f.DEFINE_string("master", None, "Accepted for compatibility (use --tpu_name).")
-    f.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the TPU system "
-                     "decides).")
+    """The flags of `RuntimeConfig`, `TrainerConfig` (but its fine-tuning-only settings)
+    and `TaskConfig`, and the stages. A script defines its task's config first
+    (`define_settings`), so that the task's defaults win."""
+    from training.config import RuntimeConfig, TaskConfig, TrainerConfig
+
+    flags.DEFINE_bool("do_train", False, "Train.")
+    flags.DEFINE_bool("do_eval", False, "Evaluate.")
+    define_settings(TaskConfig)
+    define_settings(TrainerConfig, skip=_FINE_TUNING_ONLY)
+    define_settings(RuntimeConfig)
+    flags.DEFINE_alias("steps_per_loop", "iterations_per_loop")
+    # The original's TPU flags that have no setting of their own.
+    flags.DEFINE_string("master", None, "Accepted for compatibility (use --tpu_name).")
+    flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the TPU system "
+                         "decides).")
 
 
-def define_fine_tuning_flags(do_lower_case=True, predict_batch_size=8):
-    """The flags of `training.config.FineTuningConfig` (and `--export_dir`), with the
-    defaults of the script that defines them."""
-    f = flags
-    f.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-    f.DEFINE_bool("do_lower_case", do_lower_case,
-                  "True for uncased models, False for cased ones.")
-    f.DEFINE_bool("do_predict", False, "Predict the test / predict file.")
-    f.DEFINE_integer("predict_batch_size", predict_batch_size, "Prediction batch size.")
-    _define_grid_flag(flags.FloatParser(), "num_train_epochs", 3.0, "Training epochs.")
-    f.DEFINE_float("warmup_proportion", 0.1, "Share of training steps for linear "
-                   "warm-up.")
-    f.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
-    f.DEFINE_enum("predict_from", "best", ["best", "last"], "With --do_eval, predict and "
-                  "export with the best checkpoint (by the task's dev metric), or with "
-                  "the last weights.")
+# TrainerConfig settings only the fine-tuning scripts take as flags.
+_FINE_TUNING_ONLY = ("export_dir", "predict_from")
+
+
+def define_fine_tuning_flags():
+    """The flags of `training.config.FineTuningConfig` (those the task's config did not
+    define first), `--do_predict`, `--export_dir` and `--predict_from`."""
+    from training.config import FineTuningConfig, TrainerConfig
+
+    flags.DEFINE_bool("do_predict", False, "Predict the test / predict file.")
+    define_settings(FineTuningConfig)
+    define_settings(TrainerConfig)
 
 
 def _required(field):

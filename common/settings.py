@@ -34,16 +34,20 @@ def setting(default=dataclasses.MISSING, *, help, recorded=False, choices=None,
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def help_of(field):
-    """The help text of a dataclass field declared with `setting` (None otherwise)."""
-    return field.metadata.get("help")
-
-
-def is_recorded(field):
-    return bool(field.metadata.get("recorded"))
+def metadata(config_class, name):
+    """The `setting` metadata of field `name` of the dataclass `config_class`, from the
+    nearest class of its MRO that declares it with `setting` (a subclass may change only
+    the default: `max_seq_length: int = 384`). {} when none does."""
+    for cls in config_class.__mro__:
+        for field in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+            if field.name == name and "help" in field.metadata and \
+                    name in cls.__dict__.get("__annotations__", {}):
+                return field.metadata
+    return {}
 
 
 def recorded_names(*config_classes):
     """The names of the recorded settings of `config_classes` (dataclasses)."""
-    return tuple(dict.fromkeys(f.name for c in config_classes for f in dataclasses.fields(c)
-                               if is_recorded(f)))
+    return tuple(dict.fromkeys(
+        f.name for c in config_classes for f in dataclasses.fields(c)
+        if metadata(c, f.name).get("recorded")))

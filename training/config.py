@@ -4,8 +4,9 @@ Pipeline position: an entry point turns its flags into these once
 (`cli.flags.config_from_flags`); a Python user builds them directly. The runner
 (`training.runner.run`) takes them with a task (`tasks.*`, whose own settings are a
 `TaskConfig` subclass). Field names are the original release's flag names, so a field
-and its flag are the same thing, and the record kept beside the checkpoints
-(`training.run_flags`) reads them by name.
+and its flag are the same thing. Each field is declared once, with
+`common.settings.setting`: its help is the flag's (`cli.flags.define_settings`), and the
+fields marked `recorded` are kept beside the checkpoints (`training.run_flags`).
 
     runtime = RuntimeConfig(distribution_strategy="mirrored", dtype="bfloat16")
     trainer = TrainerConfig(output_dir="mrpc_out", train_batch_size=32,
@@ -14,6 +15,14 @@ and its flag are the same thing, and the record kept beside the checkpoints
 
 import dataclasses
 from typing import Optional
+
+from common.settings import setting
+
+# The choices of the enum settings (`training.distribution`, `training.optimizers` check
+# them; named here so that this module stays light to import).
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+DTYPES = ("float32", "bfloat16", "float16")
+OPTIMIZER_NAMES = ("adamw_original", "adamw", "lamb")
 
 
 def check(config, rules):
@@ -45,29 +54,26 @@ FRACTION = (fraction, "between 0 and 1")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RuntimeConfig:
-    """Where and in what precision a run computes.
-
-    Attributes:
-        distribution_strategy: str. one_device, mirrored, multi_worker_mirrored (reads
-            TF_CONFIG) or tpu. Defaults to "one_device".
-        num_cpu_devices: int. Split the CPU into this many logical devices (to try
-            `mirrored` without GPUs). Defaults to 0 (not split).
-        dtype: str. float32, or mixed precision with bfloat16 or float16 (dynamic loss
-            scaling). Weights stay float32. Defaults to "float32".
-        use_xla: str. "auto" (on GPU and TPU), "true" or "false". Defaults to "auto".
-        seed: int. Weight initialisation, dropout and input shuffling. Defaults to 12345.
-        use_tpu: bool. Same as distribution_strategy="tpu" (the original's flag).
-        tpu_name, tpu_zone, gcp_project: str. The Cloud TPU to use.
-    """
-    distribution_strategy: str = "one_device"
-    num_cpu_devices: int = 0
-    dtype: str = "float32"
-    use_xla: str = "auto"
-    seed: int = 12345
-    use_tpu: bool = False
-    tpu_name: Optional[str] = None
-    tpu_zone: Optional[str] = None
-    gcp_project: Optional[str] = None
+    """Where and in what precision a run computes."""
+    distribution_strategy: str = setting(
+        "one_device", choices=STRATEGIES, help="How to spread training over devices and "
+        "machines (multi_worker_mirrored reads TF_CONFIG).")
+    num_cpu_devices: int = setting(
+        0, help="Split the CPU into N logical devices (try 'mirrored' without GPUs).")
+    dtype: str = setting(
+        "float32", choices=DTYPES, recorded=True, help="Compute dtype: float32, or mixed "
+        "precision with bfloat16 or float16 (float16 uses dynamic loss scaling). Weights "
+        "stay float32.")
+    use_xla: str = setting(
+        "auto", choices=("auto", "true", "false"), help="XLA-compile the forward and "
+        "backward pass (auto: on GPU and TPU).")
+    seed: int = setting(
+        12345, recorded=True, grid=True,
+        help="Seed for weight initialisation, dropout and shuffling.")
+    use_tpu: bool = setting(False, help="Use a TPU (same as --distribution_strategy=tpu).")
+    tpu_name: Optional[str] = setting(None, help="The Cloud TPU to use.")
+    tpu_zone: Optional[str] = setting(None, help="GCE zone of the Cloud TPU.")
+    gcp_project: Optional[str] = setting(None, help="Project of the Cloud TPU.")
 
     def __post_init__(self):
         check(self, {"num_cpu_devices": NON_NEGATIVE})
@@ -78,47 +84,41 @@ PREDICT_FROM = ("best", "last")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """How a task is trained, and where its outputs go.
-
-    Attributes:
-        output_dir: str. Checkpoints, summaries, results and caches. Required.
-        export_dir: str or None. Write the task's serving export here at the end.
-        train_batch_size: int. Global batch (all replicas). Defaults to 32.
-        learning_rate: float. Peak learning rate. Defaults to 5e-5.
-        optimizer: str. adamw_original (the original's Adam, no bias correction), adamw
-            or lamb. Defaults to "adamw_original".
-        weight_decay_rate: float. Decoupled weight decay (not on LayerNorm and bias
-            variables). Defaults to 0.01.
-        clip_norm: float. Global-norm clipping of the whole batch's gradient; 0 for none.
-            Defaults to 1.0.
-        gradient_accumulation_steps: int. Micro-batches per replica batch. Defaults to 1.
-        save_checkpoints_steps: int. Defaults to 1000.
-        iterations_per_loop: int. Steps run on the device per call from the host.
-            Defaults to 1000.
-        log_steps: int. Log and summary interval (shortened for short runs and slow
-            steps: `training.loop.log_interval`). Defaults to 100.
-        keep_checkpoint_max: int. Training checkpoints kept. Defaults to 5.
-        predict_from: str. "best": when the run keeps a best checkpoint (it evaluates),
-            prediction and the export use it; "last": the final weights. Defaults to
-            "best".
-        overwrite_output_dir: bool. Start afresh in an `output_dir` that holds another
-            run: the old run is moved aside (`<output_dir>.replaced-<time>`), never
-            deleted. Defaults to False.
-    """
-    output_dir: str
-    export_dir: Optional[str] = None
-    train_batch_size: int = 32
-    learning_rate: float = 5e-5
-    optimizer: str = "adamw_original"
-    weight_decay_rate: float = 0.01
-    clip_norm: float = 1.0
-    gradient_accumulation_steps: int = 1
-    save_checkpoints_steps: int = 1000
-    iterations_per_loop: int = 1000
-    log_steps: int = 100
-    keep_checkpoint_max: int = 5
-    predict_from: str = "best"
-    overwrite_output_dir: bool = False
+    """How a task is trained, and where its outputs go."""
+    output_dir: str = setting(help="Checkpoints, summaries and results go here.")
+    export_dir: Optional[str] = setting(
+        None, help="Write the task's SavedModel here after training.")
+    train_batch_size: int = setting(
+        32, recorded=True, grid=True, help="Global training batch size (all replicas).")
+    learning_rate: float = setting(5e-5, recorded=True, grid=True,
+                                   help="Peak learning rate.")
+    optimizer: str = setting(
+        "adamw_original", choices=OPTIMIZER_NAMES, recorded=True,
+        help="adamw_original: the original's Adam with weight decay and no bias "
+        "correction; adamw: Keras AdamW (bias-corrected); lamb: LAMB for large batches.")
+    weight_decay_rate: float = setting(
+        0.01, recorded=True, help="Decoupled weight decay (not on LayerNorm and bias "
+        "variables).")
+    clip_norm: float = setting(1.0, recorded=True,
+                               help="Global-norm gradient clipping; 0 for none.")
+    gradient_accumulation_steps: int = setting(
+        1, recorded=True, help="Split each replica's batch into N micro-batches and sum "
+        "their gradients: the same update as the whole batch, with N times less "
+        "activation memory.")
+    save_checkpoints_steps: int = setting(1000, help="Save a checkpoint every N steps.")
+    iterations_per_loop: int = setting(
+        1000, help="Steps run on the device per call from the host (also "
+        "--steps_per_loop).")
+    log_steps: int = setting(
+        100, help="Log and write summaries every N steps (more often for a run of fewer "
+        "than 4 x N steps, or when N steps take over a minute).")
+    keep_checkpoint_max: int = setting(5, help="Training checkpoints kept.")
+    predict_from: str = setting(
+        "best", choices=PREDICT_FROM, help="With --do_eval, predict and export with the "
+        "best checkpoint (by the task's dev metric), or with the last weights.")
+    overwrite_output_dir: bool = setting(
+        False, help="Start afresh in an --output_dir that holds another run: the old run "
+        "is moved aside (<output_dir>.replaced-<time>), never deleted.")
 
     def __post_init__(self):
         if self.predict_from not in PREDICT_FROM:
@@ -135,23 +135,19 @@ class TrainerConfig:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaskConfig:
     """What every task's settings hold: the model and its input length. Each task
-    subclasses it with its data and its own fields (`tasks.*.task`).
-
-    Attributes:
-        bert_config_file: str. The model's bert_config.json (or a Hugging Face
-            config.json). Required.
-        init_checkpoint: str or None. Initial weights (Google TF1 checkpoint, Hugging Face
-            model.safetensors, or this project's checkpoint); None for random weights.
-            When `output_dir` already holds a checkpoint of this run, the run resumes
-            from it; of another run (other recorded flags), it is an error.
-        max_seq_length: int. Longest input in WordPiece tokens, specials included.
-            Defaults to 128.
-        eval_batch_size: int. Defaults to 8.
-    """
-    bert_config_file: str
-    init_checkpoint: Optional[str] = None
-    max_seq_length: int = 128
-    eval_batch_size: int = 8
+    subclasses it with its data and its own fields (`tasks.*.task`). When `output_dir`
+    already holds a checkpoint of this run, the run resumes from it, whatever
+    `init_checkpoint` says; of another run (other recorded settings), it is an error."""
+    bert_config_file: str = setting(
+        recorded=True, help="The bert_config.json of the model (or a Hugging Face "
+        "config.json).")
+    init_checkpoint: Optional[str] = setting(
+        None, recorded=True, help="Initial weights: a Google TF1 checkpoint prefix, a "
+        "Hugging Face model.safetensors, or a checkpoint of this project. Omit to start "
+        "from random weights.")
+    max_seq_length: int = setting(128, recorded=True,
+                                  help="Maximum sequence length (WordPiece tokens).")
+    eval_batch_size: int = setting(8, help="Global evaluation batch size.")
 
     def __post_init__(self):
         check(self, {"max_seq_length": (at_least(3), "at least 3 ([CLS] x [SEP])"),
@@ -161,24 +157,18 @@ class TaskConfig:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FineTuningConfig(TaskConfig):
     """What the fine-tuning tasks add: the vocabulary and casing of the model, a length in
-    epochs and a warm-up share (the original's), and the prediction batch.
-
-    Attributes:
-        vocab_file: str. The vocabulary the model was trained with. Required.
-        do_lower_case: bool. True for uncased models. Defaults to True.
-        num_train_epochs: float. Defaults to 3.0.
-        warmup_proportion: float. Share of the training steps for linear warm-up.
-            Defaults to 0.1.
-        predict_batch_size: int. Defaults to 8.
-    """
-    vocab_file: str
-    do_lower_case: bool = True
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    predict_batch_size: int = 8
+    epochs and a warm-up share (the original's), and the prediction batch."""
+    vocab_file: str = setting(recorded=True,
+                              help="The vocabulary the model was trained with.")
+    do_lower_case: bool = setting(True, recorded=True,
+                                  help="True for uncased models, False for cased ones.")
+    num_train_epochs: float = setting(3.0, recorded=True, grid=True,
+                                      help="Training epochs.")
+    warmup_proportion: float = setting(
+        0.1, recorded=True, help="Share of training steps for linear warm-up.")
+    predict_batch_size: int = setting(8, help="Prediction batch size.")
 
     def __post_init__(self):
         super().__post_init__()
         check(self, {"num_train_epochs": POSITIVE, "warmup_proportion": FRACTION,
                      "predict_batch_size": WHOLE_POSITIVE})
-

@@ -11,7 +11,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from training import config
+
+STRATEGIES = config.STRATEGIES
 DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 

@@ -28,10 +28,11 @@ import keras
 from keras import ops
 
 from modeling import checkpoint_mapping
+from training import config
 from training.schedules import WarmupLinearDecay
 
 DEFAULT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZER_NAMES = ("adamw_original", "adamw", "lamb")
+OPTIMIZER_NAMES = config.OPTIMIZER_NAMES
 
 
 class _PreReducedGradients:

@@ -7,31 +7,18 @@ batch size or learning rate would then silently continue the old run: its optimi
 its schedule position, and an input skipped as if the batches were the same. This module
 writes the flags that decide those to `output_dir/training_flags.json` and, on resuming,
 warns with every flag that changed, so that the mix is never silent. The values come from
-the run's configs (`training.config`, the task's), whose fields are named as the flags.
+the run's configs (`training.config`, the task's): their fields declared `recorded`.
 """
 
-import dataclasses
 import json
 import os
 
 import tensorflow as tf
 from absl import logging
 
-from common import file_io
+from common import file_io, settings
 
 FILE_NAME = "training_flags.json"
-
-# Flags that decide the input, the model or the optimisation (those a script defines).
-RECORDED_FLAGS = (
-    "input_file", "data_dir", "task_name", "train_file", "bert_config_file", "vocab_file",
-    "do_lower_case", "init_checkpoint", "max_seq_length", "max_predictions_per_seq",
-    "doc_stride", "long_document", "bucket_by_length", "max_query_length",
-    "version_2_with_negative", "train_on_first_answer",
-    "train_batch_size", "gradient_accumulation_steps", "optimizer", "learning_rate",
-    "num_train_steps",
-    "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
-    "clip_norm", "dtype", "seed")
-
 
 # Flags a resumed run may change: it is the same run, trained for longer or shorter.
 RESUMABLE_CHANGES = ("num_train_steps", "num_train_epochs")
@@ -77,14 +64,14 @@ def check_same_run(output_dir, values, step):
 
 
 def recorded_values(*configs):
-    """{name: value} of the recorded flags among the fields of `configs` (dataclasses;
-    a tuple is recorded as a list, as JSON reads it back)."""
+    """{name: value} of the settings of `configs` (dataclass instances) declared
+    `recorded` (`common.settings.setting`: those that decide the input, the model or the
+    optimisation); a tuple is recorded as a list, as JSON reads it back."""
     values = {}
     for config in configs:
-        for field in dataclasses.fields(config):
-            if field.name in RECORDED_FLAGS:
-                value = getattr(config, field.name)
-                values[field.name] = list(value) if isinstance(value, tuple) else value
+        for name in settings.recorded_names(type(config)):
+            value = getattr(config, name)
+            values[name] = list(value) if isinstance(value, tuple) else value
     return values
 
 

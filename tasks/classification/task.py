@@ -24,6 +24,7 @@ from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
+from common.settings import setting
 from training.config import FineTuningConfig, check
 from training.task import Task, TrainInput, model_inputs, softmax, \
     static_shapes_needed, steps_for_epochs, token_count
@@ -36,42 +37,40 @@ GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "M
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ClassificationConfig(FineTuningConfig):
-    """The classification task's settings (the fields of `FineTuningConfig`, and:)
-
-    Attributes:
-        task_name: str. CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, or
-            generic (the user's own files). Required.
-        data_dir: str. Folder with the task's train/dev/test files. Required.
-        dropout_rate: float. Dropout before the classifier. Defaults to 0.1.
-        xnli_language: str. XNLI: the language to train and test on. Defaults to "zh".
-        tokenizer: str. "python" or "graph" (in-graph; identical features).
-        text_a_column, text_b_column, label_column: str. generic: the columns.
-        labels: tuple of str or None. generic: the label list (default: read from the
-            training data).
-        regression: bool. generic: the label is a number.
-        long_document: str. How a text longer than one sequence is read: "truncate" (the
-            original), "head_tail" (its first and last pieces) or "windows" (every window,
-            `doc_stride` pieces apart; trained on each with the document's label, scored
-            by the mean of the windows' logits). See `text.packing.pack_document`.
-        doc_stride: int or None. "windows": pieces between window starts (default half a
-            window).
-        bucket_by_length: bool. Training batches of sequences of similar length (see
-            `features.classifier_dataset`). Every batch is padded only to its longest
-            sequence (rounded up to 16) either way, except on TPUs.
-    """
-    task_name: str
-    data_dir: str
-    dropout_rate: float = 0.1
-    xnli_language: str = "zh"
-    tokenizer: str = "python"
-    text_a_column: str = "text_a"
-    text_b_column: Optional[str] = None
-    label_column: str = "label"
-    labels: Optional[tuple] = None
-    regression: bool = False
-    long_document: str = "truncate"
-    doc_stride: Optional[int] = None
-    bucket_by_length: bool = False
+    """The classification task's settings (the fields of `FineTuningConfig`, and these)."""
+    task_name: str = setting(
+        recorded=True, help="CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, "
+        "or generic (your own files).")
+    data_dir: str = setting(recorded=True,
+                            help="Folder with the task's train/dev/test files.")
+    dropout_rate: float = setting(0.1, help="Dropout before the classifier.")
+    xnli_language: str = setting("zh", help="XNLI: the language to train and test on.")
+    tokenizer: str = setting(
+        "python", choices=("python", "graph"), help="Feature conversion: the Python "
+        "tokenizer or the in-graph one (identical results).")
+    text_a_column: str = setting("text_a",
+                                 help="generic task: column of the first text.")
+    text_b_column: Optional[str] = setting(
+        None, help="generic task: column of the second text.")
+    label_column: str = setting("label", help="generic task: column of the label.")
+    labels: Optional[tuple] = setting(
+        None, help="generic task: the label list (default: read from the training "
+        "data).")
+    regression: bool = setting(False, help="generic task: the label is a number.")
+    long_document: str = setting(
+        "truncate", choices=LONG_DOCUMENT, recorded=True,
+        help="A text longer than --max_seq_length: truncate (the original), head_tail "
+        "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or windows "
+        "(every window, --doc_stride pieces apart; trained on each with the document's "
+        "label, scored by the mean of the windows' logits). For pairs, text_b is kept "
+        "whole and text_a is the long one.")
+    doc_stride: Optional[int] = setting(
+        None, recorded=True, help="--long_document=windows: pieces between window starts "
+        "(default half a window).")
+    bucket_by_length: bool = setting(
+        False, recorded=True, help="Training batches of sequences of similar length (less "
+        "padding, faster; as Hugging Face's group_by_length). Every batch is padded only "
+        "to its own longest sequence either way.")
 
     def __post_init__(self):
         super().__post_init__()

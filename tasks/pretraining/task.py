@@ -29,6 +29,7 @@ from modeling import BertPretrainer, save_google_checkpoint
 from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)
 from training import loop
+from common.settings import setting
 from training.config import NON_NEGATIVE, WHOLE_POSITIVE, TaskConfig, check
 from training.task import Task, TrainInput, token_count
 
@@ -37,24 +38,17 @@ MLM_EPSILON = 1e-5
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PretrainingConfig(TaskConfig):
-    """The pre-training task's settings (`training.config.TaskConfig` adds the model).
-
-    Attributes:
-        input_file: str. Pre-training TFRecords: comma-separated files or globs. Required.
-        eval_input_file: str or None. Evaluation TFRecords (default: `input_file`, as the
-            original).
-        max_predictions_per_seq: int. Masked positions per sequence; must match the data.
-            Defaults to 20.
-        num_train_steps: int. Defaults to 100000.
-        num_warmup_steps: int. Linear warm-up steps. Defaults to 10000.
-        max_eval_steps: int. Evaluation batches. Defaults to 100.
-    """
-    input_file: str
-    eval_input_file: Optional[str] = None
-    max_predictions_per_seq: int = 20
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    max_eval_steps: int = 100
+    """The pre-training task's settings (`training.config.TaskConfig` adds the model)."""
+    input_file: str = setting(
+        recorded=True, help="Pre-training TFRecords: comma-separated files or globs.")
+    eval_input_file: Optional[str] = setting(
+        None, help="Evaluation TFRecords (default: --input_file, as the original).")
+    max_predictions_per_seq: int = setting(
+        20, recorded=True, help="Masked positions per sequence; must match the data.")
+    num_train_steps: int = setting(100000, recorded=True,
+                                   help="Number of training steps.")
+    num_warmup_steps: int = setting(10000, recorded=True, help="Linear warm-up steps.")
+    max_eval_steps: int = setting(100, help="Evaluation batches.")
 
     def __post_init__(self):
         super().__post_init__()

@@ -30,6 +30,7 @@ from tasks.squad.predictions import compute_predictions
 # SQuAD 2.0 with gold answers: the predictions at the null threshold best on that file.
 BEST_THRESHOLD_PREDICTIONS = "predictions_best_threshold.json"
 from training import loop
+from common.settings import setting
 from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            steps_for_epochs, token_count)
@@ -37,33 +38,25 @@ from training.task import (Task, TrainInput, array_batches, array_dataset_fn, mo
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquadConfig(FineTuningConfig):
-    """The SQuAD task's settings (the fields of `FineTuningConfig`, and:)
-
-    Attributes:
-        max_seq_length: int. Defaults to 384 (the original's SQuAD setting).
-        train_file: str or None. SQuAD JSON for training (train-v1.1.json).
-        predict_file: str or None. SQuAD JSON to predict (dev-v1.1.json).
-        doc_stride: int. Pieces between the starts of document windows. Defaults to 128.
-        max_query_length: int. Question pieces kept. Defaults to 64.
-        n_best_size: int. Candidates kept per question. Defaults to 20.
-        max_answer_length: int. Longest answer, in pieces. Defaults to 30.
-        version_2_with_negative: bool. SQuAD 2.0: questions may have no answer.
-        null_score_diff_threshold: float. v2.0: predict no answer when null score - best
-            score exceeds this. Defaults to 0.0.
-        train_on_first_answer: bool. Train on the first answer of a question that has
-            several (SQuAD's dev files; Hugging Face's rule); by default such questions are
-            left out, as the original trains on questions with exactly one answer.
-    """
-    max_seq_length: int = 384
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    train_on_first_answer: bool = False
+    """The SQuAD task's settings (the fields of `FineTuningConfig`, and these)."""
+    max_seq_length: int = 384  # the original's SQuAD setting
+    train_file: Optional[str] = setting(
+        None, recorded=True, help="SQuAD JSON for training (train-v1.1.json).")
+    predict_file: Optional[str] = setting(
+        None, help="SQuAD JSON to predict (dev-v1.1.json).")
+    doc_stride: int = setting(128, recorded=True,
+                              help="Pieces between the starts of document windows.")
+    max_query_length: int = setting(64, recorded=True, help="Question pieces kept.")
+    n_best_size: int = setting(20, help="Candidates kept per question.")
+    max_answer_length: int = setting(30, help="Longest answer, in pieces.")
+    version_2_with_negative: bool = setting(
+        False, recorded=True, help="SQuAD 2.0: questions may have no answer.")
+    null_score_diff_threshold: float = setting(
+        0.0, help="v2.0: predict no answer when null score - best score exceeds this.")
+    train_on_first_answer: bool = setting(
+        False, recorded=True, help="Train on the first answer of questions that have "
+        "several (e.g. a dev file, as Hugging Face does); by default training takes "
+        "questions with exactly one answer, as the original.")
 
     def __post_init__(self):
         super().__post_init__()

@@ -24,6 +24,7 @@ from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging
 from training import loop
+from common.settings import setting
 from training.config import WHOLE_POSITIVE, FineTuningConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            static_shapes_needed, steps_for_epochs, token_count)
@@ -33,26 +34,21 @@ LABEL_LIST = "label_list.txt"
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaggingConfig(FineTuningConfig):
-    """The tagging task's settings (the fields of `FineTuningConfig`, and:)
-
-    Attributes:
-        do_lower_case: bool. Defaults to False (NER models are cased).
-        predict_batch_size: int. Defaults to 32.
-        data_dir: str. Folder with train/dev/test files: eng.train, eng.testa, eng.testb
-            or train.txt, valid.txt (dev.txt), test.txt. Required.
-        tag_scheme: str. "iob2": convert the tags to IOB2 (e.g. CoNLL-2003's IOB1);
-            "keep": use them as they are. Defaults to "iob2".
-        doc_stride: int or None. Pieces between the starts of overlapping windows of a
-            long sentence (default max_seq_length / 2).
-        document_context: bool. Fill each window with the words of the neighbouring
-            sentences of the same document (the paper's setting).
-    """
-    do_lower_case: bool = False
+    """The tagging task's settings (the fields of `FineTuningConfig`, and these)."""
+    do_lower_case: bool = False  # NER models are cased
     predict_batch_size: int = 32
-    data_dir: str
-    tag_scheme: str = "iob2"
-    doc_stride: Optional[int] = None
-    document_context: bool = False
+    data_dir: str = setting(
+        recorded=True, help="Folder with train/dev/test files: eng.train, eng.testa, "
+        "eng.testb or train.txt, valid.txt (dev.txt), test.txt.")
+    tag_scheme: str = setting(
+        "iob2", choices=("iob2", "keep"), help="iob2: convert the tags to IOB2 (BIO), "
+        "e.g. CoNLL-2003's IOB1; keep: use them as they are.")
+    doc_stride: Optional[int] = setting(
+        None, recorded=True, help="Pieces between the starts of overlapping windows of a "
+        "long sentence (default max_seq_length / 2).")
+    document_context: bool = setting(
+        False, help="Fill each window with the words of the neighbouring sentences of the "
+        "same document (the paper's setting); they are not labelled or predicted.")
 
     def __post_init__(self):
         super().__post_init__()
