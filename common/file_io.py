@@ -282,3 +282,18 @@ def atomic_checkpoint(prefix):
         for src in glob(glob_escape(tmp_prefix) + ".*"):
             _discard(src)
         raise
+
+
+def first_lines(files, max_lines=20000):
+    """Up to `max_lines` non-blank lines from the start of `files`, as text (bytes that are
+    not UTF-8 dropped): a sample for checks of the whole input (`text.casing`)."""
+    lines = []
+    for path in files:
+        with open_binary(path) as f:
+            for raw in f:
+                line = raw.decode("utf-8", "ignore").strip()
+                if line:
+                    lines.append(line)
+                    if len(lines) >= max_lines:
+                        return lines
+    return lines

@@ -63,21 +63,6 @@ def expand_input_patterns(spec):
     return files
 
 
-def first_lines(files, max_lines=20000):
-    """Up to `max_lines` non-blank lines from the start of `files`, as text (bytes that are
-    not UTF-8 dropped): a sample for checks of the whole input (`text.casing`)."""
-    lines = []
-    for path in files:
-        with file_io.open_binary(path) as f:
-            for raw in f:
-                line = raw.decode("utf-8", "ignore").strip()
-                if line:
-                    lines.append(line)
-                    if len(lines) >= max_lines:
-                        return lines
-    return lines
-
-
 def clean_line(raw, stats):
     """One raw line (bytes) -> the stripped line, or b"" if the original sees a blank line
     (a document break).

@@ -84,7 +84,7 @@ def lower_casing_warning(lines, source):
 def warn_about_input(files, do_lower_case, sample_lines=20000):
     """Logs `lower_casing_warning` for the first `sample_lines` lines of `files` when
     `do_lower_case`; returns the warning (None when there is nothing to say)."""
-    from data_prep.corpus import first_lines
+    from common.file_io import first_lines
     if not do_lower_case:
         return None
     text = lower_casing_warning(first_lines(files, sample_lines),
