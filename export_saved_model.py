@@ -19,18 +19,24 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 from absl import flags, logging
 
 import cli
-from cli.flags import define_settings, require_flags, config_from_flags
+from cli.flags import config_from_flags, define_settings, require_flags
 from common import file_io
 from tasks import registry
 
 # Built in, beside the tasks: the TF Hub-style encoder and its preprocessor.
 HUB_TYPES = ("encoder", "preprocessor")
 TASKS = registry.load_all()
-EXPORTABLE = registry.names(where=lambda entry: entry.export and entry.export.save)
 
-flags.DEFINE_enum("task_type", "classification", list(EXPORTABLE) + list(HUB_TYPES),
+
+def _has_saved_model(entry):
+    return bool(entry.export and entry.export.save)
+
+
+
+flags.DEFINE_enum("task_type", "classification",
+                  registry.names(where=_has_saved_model) + list(HUB_TYPES),
                   "What to export: a task model with its head (one of "
-                  f"{', '.join(registry.names(False, lambda e: e.export and e.export.save))}; "
+                  f"{', '.join(registry.names(False, _has_saved_model))}; "
                   "the name of the run_*.py script's task), with raw-text and ids "
                   "signatures; or, TF Hub style, the encoder (a dict of "
                   "input_word_ids/input_mask/input_type_ids in; pooled_output, "

@@ -74,7 +74,7 @@ def _dump(pages, dbname="enwiki", namespaces=()):
             "</siteinfo>" + body + "</mediawiki>")
 
 
-# Hand-checked cases after real pages of the wikis in ../shared/data/wiki (namespace names
+# Hand-checked cases modelled on real pages of these wikis' dumps (namespace names
 # from their <siteinfo>, link forms and image options as their articles use them): the
 # file links (with their localised options and captions), categories, interlanguage links
 # and behaviour switches go; the prose stays, split into its sentences.

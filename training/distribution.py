@@ -14,7 +14,8 @@ from absl import logging
 from training import config
 
 STRATEGIES = config.STRATEGIES
-DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+# The Keras dtype policy of each --dtype (`training.config.DTYPES`).
+DTYPES = {name: name if name == "float32" else f"mixed_{name}" for name in config.DTYPES}
 
 
 def use_cpu_devices(count):
