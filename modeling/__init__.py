@@ -10,11 +10,11 @@ from modeling.config import BertConfig, BertConfigError
 from modeling.encoder import BertEncoder
 from modeling.huggingface import save_huggingface
 from modeling.models import (BertClassifier, BertPretrainer, BertSpanLabeler,
-                             BertTokenClassifier)
+                             BertTokenClassifier, EncoderModel)
 
 __all__ = [
     "BertConfig", "BertConfigError", "BertEncoder", "BertPretrainer", "BertClassifier",
     "BertSpanLabeler", "BertTokenClassifier", "load_checkpoint", "save_google_checkpoint",
     "save_tf2_checkpoint", "save_huggingface", "CheckpointError", "CheckpointReadError",
-    "LoadReport",
+    "LoadReport", "EncoderModel",
 ]

@@ -152,11 +152,12 @@ def _unescape(component):
     return "".join(out)
 
 
-def open_checkpoint(path):
-    """Opens any supported checkpoint for reading. Returns a `_Reader`."""
+def open_checkpoint(path, hf_head_rules=None):
+    """Opens any supported checkpoint for reading. Returns a `_Reader`. `hf_head_rules`
+    names the heads in a Hugging Face file (see `checkpoint_mapping.hf_head_rules`)."""
     fmt, path = resolve_checkpoint_path(path)
     if fmt == HUGGING_FACE:
-        return _open_safetensors(path)
+        return _open_safetensors(path, hf_head_rules)
     reader = tf.train.load_checkpoint(path)
     shape_map = reader.get_variable_to_shape_map()
     if fmt == GOOGLE:
@@ -179,7 +180,7 @@ def open_checkpoint(path):
                    keras_layout=True)
 
 
-def _open_safetensors(path):
+def _open_safetensors(path, head_rules=None):
     from safetensors import safe_open  # read-only, no pickle: safe on downloaded files
 
     try:
@@ -188,7 +189,7 @@ def _open_safetensors(path):
         raise CheckpointError(f"{path}: not a readable safetensors file ({e}).") from e
     shapes, rules, sources, unknown = {}, {}, {}, []
     for key in handle.keys():
-        target = mapping.hf_to_canonical(key)
+        target = mapping.hf_to_canonical(key, head_rules)
         if target == "ignore":
             continue
         if target is None:
@@ -234,8 +235,12 @@ def load_checkpoint(model, path, strict=False):
             in common at all; whole encoder layers of the checkpoint that the model does
             not have (a config with fewer layers); or, if `strict`, a weight not filled.
     """
-    reader = open_checkpoint(path)
+    reader = open_checkpoint(path, mapping.hf_head_rules(model))
     targets = mapping.variable_map(model)
+    if reader.format == HUGGING_FACE and not getattr(model, "hf_has_pooler", True):
+        # Hugging Face's token-level models have no pooler, and these models never use
+        # theirs: it is not expected from their files.
+        targets = {n: t for n, t in targets.items() if not n.startswith("bert/pooler/")}
     not_filled = _check_fit(reader, targets, strict)
     values = _read_values(reader, targets)
     for name, value in values.items():  # nothing is assigned unless everything was read

@@ -64,10 +64,10 @@ IGNORED_CHECKPOINT_VARIABLES = re.compile(
     r"|/(adam_m|adam_v|Adam|Adam_1|lamb_m|lamb_v|Momentum|accumulator)$"
     r"|^_CHECKPOINTABLE_OBJECT_GRAPH$")
 
-# Hugging Face `BertModel` / `BertForPreTraining` names -> canonical names. Applied after
-# stripping a leading "bert." (present in task-model files, absent in `BertModel` files).
-# PyTorch `Linear.weight` is [out, in]: a kernel needs a transpose, an `output_weights`
-# (itself [out, in]) does not.
+# Hugging Face `BertModel` names -> canonical names. Applied after stripping a leading
+# "bert." (present in task-model files, absent in `BertModel` files). PyTorch
+# `Linear.weight` is [out, in]: a kernel needs a transpose. The heads' names come from the
+# model being loaded (its class's `hf_head_names`, see `hf_head_rules`).
 _HF_RULES = (
     (r"embeddings\.(word|token_type|position)_embeddings\.weight",
      r"bert/embeddings/\1_embeddings", IDENTITY),
@@ -84,19 +84,6 @@ _HF_RULES = (
      r"bert/encoder/layer_\1/\2/LayerNorm/beta", IDENTITY),
     (r"pooler\.dense\.weight", r"bert/pooler/dense/kernel", TRANSPOSE),
     (r"pooler\.dense\.bias", r"bert/pooler/dense/bias", IDENTITY),
-    (r"cls\.predictions\.transform\.dense\.weight", r"cls/predictions/transform/dense/kernel",
-     TRANSPOSE),
-    (r"cls\.predictions\.transform\.dense\.bias", r"cls/predictions/transform/dense/bias",
-     IDENTITY),
-    (r"cls\.predictions\.transform\.LayerNorm\.(weight|gamma)",
-     r"cls/predictions/transform/LayerNorm/gamma", IDENTITY),
-    (r"cls\.predictions\.transform\.LayerNorm\.(bias|beta)",
-     r"cls/predictions/transform/LayerNorm/beta", IDENTITY),
-    (r"cls\.predictions\.bias", r"cls/predictions/output_bias", IDENTITY),
-    (r"cls\.seq_relationship\.weight", r"cls/seq_relationship/output_weights", IDENTITY),
-    (r"cls\.seq_relationship\.bias", r"cls/seq_relationship/output_bias", IDENTITY),
-    (r"qa_outputs\.weight", r"cls/squad/output_weights", IDENTITY),
-    (r"qa_outputs\.bias", r"cls/squad/output_bias", IDENTITY),
 )
 _HF_COMPILED = tuple((re.compile(p + r"$"), r, rule) for p, r, rule in _HF_RULES)
 # Buffers and tied copies in Hugging Face files that are not separate weights.
@@ -104,13 +91,16 @@ _HF_IGNORED = re.compile(r"(^|\.)(position_ids|token_type_ids)$"
                          r"|^cls\.predictions\.decoder\.(weight|bias)$")
 
 
-def hf_to_canonical(hf_name):
+def hf_to_canonical(hf_name, head_rules=None):
     """Maps a Hugging Face tensor name to (canonical name, rule), or None if not a weight
-    this project models, or "ignore" for buffers and tied copies.
+    this project models, or "ignore" for buffers and tied copies. `head_rules` (see
+    `hf_head_rules`) names the heads of the model being loaded.
 
     Example: `encoder.layer.0.attention.self.query.weight` ->
     (`bert/encoder/layer_0/attention/self/query/kernel`, "transpose").
     """
+    if head_rules and hf_name in head_rules:
+        return head_rules[hf_name]
     name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
     if _HF_IGNORED.search(name):
         return "ignore"
@@ -119,6 +109,15 @@ def hf_to_canonical(hf_name):
             canonical = pattern.sub(replacement, name).replace(".", "/")
             return canonical, rule
     return None
+
+
+def hf_head_rules(model):
+    """{Hugging Face name: (canonical name, rule)} of the head weights of `model` (its
+    class's `hf_head_names`): a kernel is transposed from PyTorch's [out, in], an
+    `output_weights` is [out, in] already."""
+    names = getattr(model, "hf_head_names", None) or {}
+    return {hf: (canonical, TRANSPOSE if canonical.endswith("/kernel") else IDENTITY)
+            for canonical, hf in names.items()}
 
 
 def _resolve(obj, dotted):

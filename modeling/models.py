@@ -23,8 +23,11 @@ def _as_encoder(encoder_or_config):
                     f"{type(encoder_or_config).__name__}.")
 
 
-class _EncoderModel(keras.Model):
-    """Shared plumbing: holds `self.encoder`, runs it, serialises it in `get_config`.
+class EncoderModel(keras.Model):
+    """The base of every task model: holds `self.encoder`, runs it, serialises it in
+    `get_config`. A task with a model of its own subclasses it in its folder (as
+    `tasks.multiple_choice.model`), with the names below; checkpoints, Hugging Face export
+    and the SavedModel then work with no other edit.
 
     Each subclass names its heads' weights in the checkpoint formats:
         checkpoint_heads: ((canonical TF1 name, attribute path from the model, rule), ...):
@@ -65,7 +68,7 @@ class _EncoderModel(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertPretrainer(_EncoderModel):
+class BertPretrainer(EncoderModel):
     """BERT with its two pre-training heads: masked LM (tied to the word embeddings) and
     next sentence prediction (2-way classifier on the pooled output, no dropout).
 
@@ -131,7 +134,7 @@ class BertPretrainer(_EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertClassifier(_EncoderModel):
+class BertClassifier(EncoderModel):
     """Sequence classification (or regression, `num_classes=1`) on the [CLS] vector.
 
     Args:
@@ -175,7 +178,7 @@ class BertClassifier(_EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertSpanLabeler(_EncoderModel):
+class BertSpanLabeler(EncoderModel):
     """Extractive question answering: start and end logits over the sequence.
 
     Returns:
@@ -204,7 +207,7 @@ class BertSpanLabeler(_EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertTokenClassifier(_EncoderModel):
+class BertTokenClassifier(EncoderModel):
     """Per-token tagging (named-entity recognition).
 
     Args:

@@ -77,6 +77,15 @@ def test_transformers_loads_every_weight_and_agrees(kind, hidden_act, tiny_confi
     if kind == "pretraining":  # the masked-LM head, tied to the word embeddings
         logits = theirs.prediction_logits.numpy()[:, 1:3]
         assert float(np.max(np.abs(np.asarray(ours["masked_lm_logits"]) - logits))) <= 1e-5
+    # And back: the file transformers itself writes fills every weight of a fresh model
+    # of the same kind (the heads found by the model's own Hugging Face names).
+    theirs_model.save_pretrained(str(tmp_path / "back"), safe_serialization=True)
+    again = build(config)
+    modeling.load_checkpoint(again, str(tmp_path / "back" / "model.safetensors"),
+                             strict=True)
+    for name, value in model(inputs, training=False).items():
+        np.testing.assert_allclose(np.asarray(again(inputs, training=False)[name]),
+                                   np.asarray(value), atol=1e-6, err_msg=name)
 
 
 def test_labels_and_tokenizer_come_along(tiny_config_dict, write_vocab, tmp_path):
