@@ -1,0 +1,46 @@
+"""Fine-tune BERT for multiple choice: SWAG (the paper's Table 4), or your own data.
+
+Pipeline position: a pre-trained checkpoint -> here -> eval results (accuracy), test
+predictions (test_results.tsv: each choice's probability, the chosen index and text) and a
+SavedModel that takes a context, a question and the choices as text. Same flags as
+`run_classifier.py`; the data is SWAG's release CSVs (train.csv, val.csv, test.csv) or
+JSON lines (`--data_format`, see `tasks/multiple_choice/data.py`). The task is
+`tasks.multiple_choice`; the run is `training.runner.run` (a grid: `training.grid`). The
+paper fine-tuned 3 epochs at learning rate 2e-5, batch size 16:
+
+    python run_swag.py --data_dir=swag_data \
+      --vocab_file=uncased_L-12_H-768_A-12/vocab.txt \
+      --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \
+      --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
+      --do_train --do_eval --do_predict --max_seq_length=128 --train_batch_size=16 \
+      --learning_rate=2e-5 --num_train_epochs=3 --output_dir=swag_out --export_dir=swag_model
+"""
+
+from absl import app, flags
+
+import cli
+from cli import flags as training_flags
+
+from tasks.multiple_choice import MultipleChoiceConfig, MultipleChoiceTask  # noqa: E402
+
+training_flags.define_settings(MultipleChoiceConfig)  # the task's settings, its defaults
+training_flags.define_common_flags()
+training_flags.define_fine_tuning_flags()
+FLAGS = flags.FLAGS
+
+
+def main(_):
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
+    from training import grid
+    from training.config import RuntimeConfig, TrainerConfig
+
+    task_config, trainer, runtime = training_flags.configs_from_flags(
+        FLAGS, MultipleChoiceConfig, TrainerConfig, RuntimeConfig)
+    grid.run(MultipleChoiceTask, task_config, trainer, runtime,
+             training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+             do_predict=FLAGS.do_predict)
+
+
+if __name__ == "__main__":
+    cli.run(main)

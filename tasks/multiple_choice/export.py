@@ -1,0 +1,97 @@
+"""The multiple-choice SavedModel: a context and its choices as text in, a score and a
+probability per choice and the chosen index out.
+
+Pipeline position: after fine-tuning (`run_swag.py --export_dir`,
+`export_saved_model.py --task_type=multiple_choice`). Two signatures (see
+`serving.saved_model` for what they share):
+  * `serving_default`: `context` tf.string [batch], `question` tf.string [batch] (empty
+    strings for none) and `choices` tf.string [batch, num_choices] -> each choice packed
+    as in training (`[CLS] context [SEP] question choice [SEP]`, in-graph WordPiece) ->
+    `scores` (the logits) and `probabilities`, float32 [batch, num_choices], and
+    `label_id`, int32 [batch] (the chosen choice). For SWAG: context = sent1,
+    question = sent2, choices = the four endings.
+  * `serving_ids`: the three id inputs, int32 [batch, num_choices, seq_length]; the same
+    outputs.
+"""
+
+import tensorflow as tf
+
+from modeling.inputs import INPUT_NAMES
+from serving import saved_model as export
+from tasks.multiple_choice.model import BertMultipleChoice
+from text.graph_packing import pack_ids
+from training import task
+
+CHOICE_IDS_SPEC = tf.TensorSpec([None, None, None], tf.int32)
+CHOICES_SPEC = tf.TensorSpec([None, None], tf.string)
+
+
+class MultipleChoiceModule(export.ServingModule):
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length):
+        super().__init__("bert_multiple_choice", model, vocab_file, do_lower_case,
+                         max_seq_length)
+
+    def _outputs(self, flat, batch, num_choices):
+        """The model on packed sequences [batch * num_choices, seq_length], cut to the
+        request's longest sequence (the same answers, see `training.task.trim_padding`)."""
+        with tf.control_dependencies(self.check_inputs(*(flat[n] for n in INPUT_NAMES))):
+            flat = {name: tf.identity(flat[name]) for name in INPUT_NAMES}
+        flat = task.trim_padding(flat, export.SERVING_PAD_MULTIPLE)
+        inputs = {name: tf.reshape(value, [batch, num_choices, -1])
+                  for name, value in flat.items()}
+        scores = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        return {"scores": scores, "probabilities": tf.nn.softmax(scores, -1),
+                "label_id": tf.argmax(scores, -1, output_type=tf.int32)}
+
+    def from_ids(self, input_ids, input_mask, segment_ids):
+        shape = tf.shape(input_ids)
+        flat = {name: tf.reshape(value, [-1, shape[2]]) for name, value in
+                zip(INPUT_NAMES, (input_ids, input_mask, segment_ids))}
+        return self._outputs(flat, shape[0], shape[1])
+
+    def from_text(self, context, question, choices):
+        context, question = export.as_batch(context), export.as_batch(question)
+        shape = tf.shape(choices)
+        checks = [tf.debugging.assert_equal(tf.shape(context)[0], shape[0], message=(
+                      "choices must be [batch, num_choices], one row per context")),
+                  tf.debugging.assert_equal(tf.shape(question), tf.shape(context), message=(
+                      "question must be [batch], one per context (empty strings for "
+                      "none)"))]
+        with tf.control_dependencies(checks):
+            num_choices = tf.identity(shape[1])
+        first = tf.repeat(context, num_choices)
+        question = tf.repeat(question, num_choices)
+        choice = tf.reshape(choices, [-1])
+        second = tf.where(tf.strings.length(question) > 0,
+                          tf.strings.join([question, choice], " "), choice)
+        packed = pack_ids(self.tokenizer.tokenize(first), self.tokenizer.tokenize(second),
+                          self.max_seq_length, self.cls_id, self.sep_id)
+        return self._outputs(packed, shape[0], num_choices)
+
+
+def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                           tflite=False, tflite_quantize=False):
+    """Writes the SavedModel of a `BertMultipleChoice` (atomically); returns
+    `export_dir`. `tflite`, `tflite_quantize`: also `model.tflite` of `serving_ids` (see
+    `serving.saved_model.write_tflite`)."""
+    module = MultipleChoiceModule(model, vocab_file, do_lower_case, max_seq_length)
+    module.serving_text = tf.function(
+        module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
+    module.serving_ids = tf.function(module.from_ids, input_signature=[CHOICE_IDS_SPEC] * 3)
+    return export.save_signatures(
+        module, export_dir, {"serving_default": module.serving_text,
+                             "serving_ids": module.serving_ids},
+        tflite="serving_ids" if tflite or tflite_quantize else None,
+        tflite_quantize=tflite_quantize)
+
+
+def model_for_export(bert_config, options=None):
+    """The multiple-choice model (any number of choices), weights not loaded."""
+    return BertMultipleChoice(bert_config)
+
+
+def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
+                    tflite=False, tflite_quantize=False):
+    return export_multiple_choice(model, export_dir, vocab_file, do_lower_case,
+                                  max_seq_length, tflite=tflite,
+                                  tflite_quantize=tflite_quantize)
