@@ -77,79 +77,21 @@ class BertEncoder(keras.Model):
                  hidden_dropout_prob=None, attention_probs_dropout_prob=None,
                  max_position_embeddings=None, type_vocab_size=None,
                  initializer_range=None, dtype=None, **kwargs):
-        arguments = {name: value for name, value in (
-            ("hidden_size", hidden_size), ("num_layers", num_layers),
-            ("num_attention_heads", num_attention_heads),
-            ("intermediate_size", intermediate_size), ("hidden_act", hidden_act),
-            ("hidden_dropout_prob", hidden_dropout_prob),
-            ("attention_probs_dropout_prob", attention_probs_dropout_prob),
-            ("max_position_embeddings", max_position_embeddings),
-            ("type_vocab_size", type_vocab_size), ("initializer_range", initializer_range),
-        ) if value is not None}
-        if isinstance(vocab_size, BertConfig):
-            if arguments:
-                raise TypeError(f"BertEncoder: pass a BertConfig or keyword arguments, not "
-                                f"both (got {sorted(arguments)} beside the config).")
-            given = vocab_size
-            vocab_size = given.vocab_size
-            arguments = {k: getattr(given, field) for k, field in _CONFIG_FIELDS.items()}
-        # Validated by BertConfig, so that constructor arguments get the same checks (and
-        # messages) as a bert_config.json; unset arguments get its defaults. Only the
-        # architecture is kept (a config file's extra keys are not the encoder's).
-        c = config = BertConfig(vocab_size=vocab_size, source="BertEncoder arguments",
-                                **{_CONFIG_FIELDS[k]: v for k, v in arguments.items()})
-
-        # === Layers ===
-        embeddings = BertEmbeddings(
-            vocab_size=c.vocab_size, hidden_size=c.hidden_size,
-            max_position_embeddings=c.max_position_embeddings,
-            type_vocab_size=c.type_vocab_size, hidden_dropout_prob=c.hidden_dropout_prob,
-            initializer_range=c.initializer_range, dtype=dtype, name="embeddings")
-        blocks = [
-            TransformerBlock(
-                hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
-                intermediate_size=c.intermediate_size, hidden_act=c.hidden_act,
-                hidden_dropout_prob=c.hidden_dropout_prob,
-                attention_probs_dropout_prob=c.attention_probs_dropout_prob,
-                initializer_range=c.initializer_range, dtype=dtype,
-                name=f"transformer_layer_{i}")
-            for i in range(c.num_hidden_layers)
-        ]
-        pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
-                                    kernel_initializer=truncated_normal(c.initializer_range),
-                                    dtype=dtype, name="pooler")
-
-        # === Functional Model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in INPUT_NAMES}
-        embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
-        mask_adder = attention_mask_adder(inputs["input_mask"])
-        x = embedding_output
-        encoder_outputs = []
-        for block in blocks:
-            x = block(x, mask_adder)
-            encoder_outputs.append(x)
-        pooled_output = pooler(ops.take(x, 0, axis=1))  # the [CLS] vector
-        outputs = {
-            "sequence_output": x,
-            "pooled_output": pooled_output,
-            "encoder_outputs": encoder_outputs,
-            "embedding_output": embedding_output,
-        }
+        given = dict(hidden_size=hidden_size, num_layers=num_layers,
+                     num_attention_heads=num_attention_heads,
+                     intermediate_size=intermediate_size, hidden_act=hidden_act,
+                     hidden_dropout_prob=hidden_dropout_prob,
+                     attention_probs_dropout_prob=attention_probs_dropout_prob,
+                     max_position_embeddings=max_position_embeddings,
+                     type_vocab_size=type_vocab_size, initializer_range=initializer_range)
+        config = _resolve_config(vocab_size, {k: v for k, v in given.items()
+                                              if v is not None})
+        embeddings, blocks, pooler = _make_layers(config, dtype)
+        inputs, outputs = _connect(embeddings, blocks, pooler)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self.vocab_size = c.vocab_size
-        self.hidden_size = c.hidden_size
-        self.num_layers = c.num_hidden_layers
-        self.num_attention_heads = c.num_attention_heads
-        self.intermediate_size = c.intermediate_size
-        self.hidden_act = c.hidden_act
-        self.hidden_dropout_prob = c.hidden_dropout_prob
-        self.attention_probs_dropout_prob = c.attention_probs_dropout_prob
-        self.max_position_embeddings = c.max_position_embeddings
-        self.type_vocab_size = c.type_vocab_size
-        self.initializer_range = c.initializer_range
+        self.vocab_size = config.vocab_size
+        for argument, field in _CONFIG_FIELDS.items():
+            setattr(self, argument, getattr(config, field))
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
@@ -172,22 +114,11 @@ class BertEncoder(keras.Model):
         return BertConfig.from_dict(self._bert_config.to_dict())
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "num_layers": self.num_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "intermediate_size": self.intermediate_size,
-            "hidden_act": self.hidden_act,
-            "hidden_dropout_prob": self.hidden_dropout_prob,
-            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
-            "max_position_embeddings": self.max_position_embeddings,
-            "type_vocab_size": self.type_vocab_size,
-            "initializer_range": self.initializer_range,
-        }
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+                  "vocab_size": self.vocab_size}
+        config.update({argument: getattr(self, argument) for argument in _CONFIG_FIELDS})
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -195,3 +126,60 @@ class BertEncoder(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
         return cls(**config)
+
+
+def _resolve_config(vocab_size, arguments):
+    """The `BertConfig` of the constructor's arguments: a config passed as `vocab_size`,
+    or the keyword arguments given, validated by `BertConfig` (the same checks and
+    messages as a bert_config.json; unset arguments get its defaults). Only the
+    architecture is kept (a config file's extra keys are not the encoder's)."""
+    if isinstance(vocab_size, BertConfig):
+        if arguments:
+            raise TypeError(f"BertEncoder: pass a BertConfig or keyword arguments, not "
+                            f"both (got {sorted(arguments)} beside the config).")
+        given = vocab_size
+        vocab_size = given.vocab_size
+        arguments = {k: getattr(given, field) for k, field in _CONFIG_FIELDS.items()}
+    return BertConfig(vocab_size=vocab_size, source="BertEncoder arguments",
+                      **{_CONFIG_FIELDS[k]: v for k, v in arguments.items()})
+
+
+def _make_layers(c, dtype):
+    """(embeddings, Transformer blocks, pooler) of the config `c`."""
+    embeddings = BertEmbeddings(
+        vocab_size=c.vocab_size, hidden_size=c.hidden_size,
+        max_position_embeddings=c.max_position_embeddings,
+        type_vocab_size=c.type_vocab_size, hidden_dropout_prob=c.hidden_dropout_prob,
+        initializer_range=c.initializer_range, dtype=dtype, name="embeddings")
+    blocks = [
+        TransformerBlock(
+            hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
+            intermediate_size=c.intermediate_size, hidden_act=c.hidden_act,
+            hidden_dropout_prob=c.hidden_dropout_prob,
+            attention_probs_dropout_prob=c.attention_probs_dropout_prob,
+            initializer_range=c.initializer_range, dtype=dtype,
+            name=f"transformer_layer_{i}")
+        for i in range(c.num_hidden_layers)
+    ]
+    pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
+                                kernel_initializer=truncated_normal(c.initializer_range),
+                                dtype=dtype, name="pooler")
+    return embeddings, blocks, pooler
+
+
+def _connect(embeddings, blocks, pooler):
+    """The functional graph: (inputs, outputs) of the encoder."""
+    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+              for name in INPUT_NAMES}
+    embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+    mask_adder = attention_mask_adder(inputs["input_mask"])
+    x = embedding_output
+    encoder_outputs = []
+    for block in blocks:
+        x = block(x, mask_adder)
+        encoder_outputs.append(x)
+    outputs = {"sequence_output": x,
+               "pooled_output": pooler(ops.take(x, 0, axis=1)),  # the [CLS] vector
+               "encoder_outputs": encoder_outputs,
+               "embedding_output": embedding_output}
+    return inputs, outputs

@@ -365,13 +365,14 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
 
 def _evaluate(task, model, strategy, output_dir, step, keeper, metrics, inputs, chief):
     """The final weights' dev results, written to eval_results.txt (the chief)."""
-    if keeper and keeper.latest and keeper.latest[0] == step:
+    just_evaluated = bool(keeper and keeper.latest and keeper.latest[0] == step)
+    if just_evaluated:
         results = dict(keeper.latest[1])  # the model was just evaluated at this step
     else:
         results = task.evaluate(model, strategy)
     results["global_step"] = step
     if chief:
-        if not (keeper and keeper.latest and keeper.latest[0] == step):
+        if not just_evaluated:
             record_evaluation(metrics, output_dir, step, results)
         path = os.path.join(output_dir, EVAL_RESULTS)
         file_io.refuse_inputs_as_outputs({"output_dir": path}, inputs)
