@@ -40,6 +40,10 @@ flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer("dupe_factor", 10,
                      "Number of times to duplicate the input data (with different masks).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
+flags.DEFINE_float("mask_token_prob", 0.8, "Share of the chosen positions that become "
+                   "[MASK] (the paper's Table 8 varies it).")
+flags.DEFINE_float("random_token_prob", 0.1, "Share of the chosen positions that become a "
+                   "random vocabulary entry; the rest keep their token.")
 flags.DEFINE_float("short_seq_prob", 0.1,
                    "Probability of creating sequences shorter than the maximum length.")
 flags.DEFINE_enum("mode", "fast", ["fast", "original"],
@@ -69,7 +73,9 @@ def _params():
                           short_seq_prob=FLAGS.short_seq_prob,
                           masked_lm_prob=FLAGS.masked_lm_prob,
                           max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-                          do_whole_word_mask=FLAGS.do_whole_word_mask)
+                          do_whole_word_mask=FLAGS.do_whole_word_mask,
+                          mask_token_prob=FLAGS.mask_token_prob,
+                          random_token_prob=FLAGS.random_token_prob)
 
 
 def _validate():
@@ -78,6 +84,11 @@ def _validate():
                          f"([CLS] a [SEP] b [SEP]).")
     if not 0 < FLAGS.masked_lm_prob < 1:
         raise ValueError(f"--masked_lm_prob={FLAGS.masked_lm_prob} must be in (0, 1).")
+    shares = (FLAGS.mask_token_prob, FLAGS.random_token_prob)
+    if min(shares) < 0 or sum(shares) > 1 + 1e-9:
+        raise ValueError(f"--mask_token_prob={shares[0]} and --random_token_prob="
+                         f"{shares[1]} must be shares: each at least 0, at most 1 together "
+                         f"(the rest keep their token).")
     if not 0 <= FLAGS.short_seq_prob <= 1:
         raise ValueError(f"--short_seq_prob={FLAGS.short_seq_prob} must be in [0, 1].")
     if FLAGS.dupe_factor < 1 or FLAGS.max_predictions_per_seq < 1:

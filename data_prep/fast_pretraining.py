@@ -245,8 +245,8 @@ def mask_matrix(ids, la, lb, vocab_info, params, rng, word_ids=None):
     in place, without whole-word masking: each row's `num_to_predict` positions are a
     uniform random subset of its tokens ([CLS] and the [SEP]s excepted; text never
     tokenizes to them), chosen by Floyd's algorithm (one step per prediction, all rows at
-    once); one uniform draw per position picks [MASK] (80%), the original (10%) or a
-    random vocabulary entry (10%).
+    once); one uniform draw per position picks [MASK] (80%: `params.mask_token_prob`),
+    a random vocabulary entry (10%: `random_token_prob`) or the original (the rest).
 
     Returns:
         (positions [N, max_predictions] sorted and zero-padded, original ids there,
@@ -281,8 +281,9 @@ def mask_matrix(ids, la, lb, vocab_info, params, rng, word_ids=None):
     if word_ids is None:
         word_ids = np.asarray(vocab_info.word_ids)
     random_tokens = word_ids[_below(rng, len(word_ids), (n, k))]
-    replaced = np.where(coin < 0.8, vocab_info.mask_id,
-                        np.where(coin < 0.9, originals, random_tokens))
+    replaced = np.where(coin < params.mask_token_prob, vocab_info.mask_id,
+                        np.where(coin < 1.0 - params.random_token_prob, originals,
+                                 random_tokens))
     ids[r, positions] = np.where(valid, replaced, originals)
     np.copyto(originals, 0, where=~valid)
     return positions, originals, budget

@@ -83,6 +83,19 @@ class InstanceParams:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     do_whole_word_mask: bool = False
+    # What a chosen position becomes (the paper's Table 8): [MASK] with this probability,
+    # a random vocabulary entry with `random_token_prob`, itself with the rest.
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
+
+    def keep_given_not_masked(self):
+        """The original's second draw: a position not turned into [MASK] stays itself when
+        a uniform draw is below this (0.5 at the defaults, exactly: rounded to 12 places
+        so that 0.1 / 0.2 in floating point does not move the threshold)."""
+        if self.mask_token_prob >= 1:
+            return 1.0
+        keep = 1.0 - self.mask_token_prob - self.random_token_prob
+        return round(keep / (1.0 - self.mask_token_prob), 12)
 
 
 class ExactDraws:
@@ -240,7 +253,9 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
     """Chooses and masks positions as the original: candidates are all but [CLS]/[SEP]
     (with whole-word masking a "##" piece joins the previous candidate), shuffled; each
     chosen position becomes [MASK] (80%), stays (10%) or becomes a random vocabulary
-    token (10%), decided per piece.
+    token (10%), decided per piece (the shares: `params.mask_token_prob`,
+    `random_token_prob`; the draws are the original's at any shares: one draw against the
+    [MASK] share, then one against `keep_given_not_masked`).
 
     Returns:
         (masked input_ids, sorted positions, original ids at those positions).
@@ -260,6 +275,7 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
 
     output = list(input_ids)
     budget = num_to_predict(len(input_ids), params)
+    mask_share, keep_share = params.mask_token_prob, params.keep_given_not_masked()
     masked = []  # (position, original id)
     covered = set()
     for index_set in cand_indexes:
@@ -272,9 +288,9 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
             continue
         for index in index_set:
             covered.add(index)
-            if rng.random() < 0.8:
+            if rng.random() < mask_share:
                 replacement = vocab_info.mask_id
-            elif rng.random() < 0.5:
+            elif rng.random() < keep_share:
                 replacement = input_ids[index]
             else:
                 replacement = vocab_info.word_ids[rng.randint(0, len(vocab_info.word_ids) - 1)]
@@ -306,9 +322,10 @@ def _mask_pieces(input_ids, vocab_info, params, rng):
     random_ = rng.random
     words = vocab_info.word_ids
     last = len(words) - 1
+    mask_share, keep_share = params.mask_token_prob, params.keep_given_not_masked()
     for index in cand[:budget]:
-        if random_() < 0.8:
+        if random_() < mask_share:
             output[index] = vocab_info.mask_id
-        elif random_() >= 0.5:
+        elif random_() >= keep_share:
             output[index] = words[rng.randint(0, last)]
     return output, chosen, [input_ids[p] for p in chosen]

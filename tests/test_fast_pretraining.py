@@ -153,3 +153,19 @@ def test_masking_budget_is_capped_by_the_candidates_and_max_predictions():
     assert (positions == [1, 3, 0]).all()
     _, _, positions, _, budget = masked_rows(6, 6, params, 2, n=50)
     assert (budget == 3).all()  # round(15 * 0.5) = 8, at most 3
+
+
+@pytest.mark.parametrize("mask, random_", [(0.5, 0.3), (1.0, 0.0), (0.0, 0.0)])
+def test_masking_shares_are_the_flags(mask, random_):
+    """The paper's Table 8: [MASK] / random / kept shares measured over 80,000 choices.
+    A random entry is drawn from all 100 vocabulary ids, so it is [MASK] or the original
+    itself 1/100 of the time each."""
+    params = InstanceParams(max_seq_length=32, max_predictions_per_seq=5,
+                            mask_token_prob=mask, random_token_prob=random_)
+    _, after, positions, originals, _ = masked_rows(9, 14, params, 1)
+    rows = np.arange(len(positions))[:, None]
+    new, old = after[rows, positions[:, :4]], originals[:, :4]
+    keep = 1 - mask - random_
+    assert abs(np.mean(new == MASK) - (mask + random_ / 100)) < 0.006
+    assert abs(np.mean(new == old) - (keep + random_ / 100)) < 0.006
+    assert abs(np.mean((new != MASK) & (new != old)) - random_ * 98 / 100) < 0.006

@@ -134,3 +134,31 @@ def test_exact_draws_equal_random_random():
                 assert draws.randint(2, n + 2) == theirs.randint(2, n + 2)
             assert draws.random() == theirs.random()
         assert ours.getstate() == theirs.getstate()
+
+
+def test_default_shares_are_the_original_draws_exactly():
+    # 0.1 / 0.2 is not 0.5 in floating point; the threshold must be the original's 0.5.
+    assert InstanceParams().keep_given_not_masked() == 0.5
+    assert InstanceParams(mask_token_prob=1.0).keep_given_not_masked() == 1.0
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_masking_shares_are_the_flags(whole_word):
+    """The original procedure with other shares ([MASK] 0.4, random 0.4, kept 0.2),
+    measured over 60,000 masked positions; random entries come from 30 ids."""
+    import random
+    params = InstanceParams(masked_lm_prob=0.2, max_predictions_per_seq=20,
+                            do_whole_word_mask=whole_word, mask_token_prob=0.4,
+                            random_token_prob=0.4)
+    rng = random.Random(5)
+    ids = [CLS] + list(range(4, 11)) + [SEP] + list(range(12, 30)) * 2 + [SEP]  # 48 tokens
+    counts = {"mask": 0, "kept": 0, "other": 0}
+    for _ in range(6000):
+        out, positions, labels = create_masked_lm_predictions(ids, VOCAB, params, rng)
+        for p, label in zip(positions, labels):
+            counts["mask" if out[p] == MASK else "kept" if out[p] == label else "other"] += 1
+    total = sum(counts.values())
+    assert total >= 50000
+    assert abs(counts["mask"] / total - (0.4 + 0.4 / 30)) < 0.01
+    assert abs(counts["kept"] / total - (0.2 + 0.4 / 30)) < 0.01
+    assert abs(counts["other"] / total - 0.4 * 28 / 30) < 0.01
