@@ -36,7 +36,11 @@ _FIELDS = {
     "max_position_embeddings": (512, int),
     "type_vocab_size": (16, int),
     "initializer_range": (0.02, float),
+    "causal_attention": (False, bool),
 }
+# Fields the original's bert_config.json does not have: written only when not at their
+# default, so that a config of the original's kind reads and writes back unchanged.
+_NEW_FIELDS = ("causal_attention",)
 
 # Hugging Face names its exact (erf) gelu "gelu", while the original release's "gelu" is the
 # tanh approximation (modeling.py at HEAD). A config read from a Hugging Face file therefore
@@ -76,6 +80,10 @@ class BertConfig:
         max_position_embeddings: int. Longest sequence the model accepts. Defaults to 512.
         type_vocab_size: int. Number of segment ids. Defaults to 16 (released models: 2).
         initializer_range: float. Stddev of the truncated-normal initialiser. Defaults to 0.02.
+        causal_attention: bool. Each position attends only to itself and the positions
+            before it (a left-to-right model, `run_pretraining.py --objective=ltr`; the
+            pooled output is then the last real token's, as OpenAI GPT classifies).
+            Not in the original; written to the file only when true. Defaults to False.
         source: str or None. File the config came from, quoted in error messages.
         **extra: Unknown keys, kept (and written back) but not used.
     """
@@ -84,7 +92,7 @@ class BertConfig:
                  num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  max_position_embeddings=512, type_vocab_size=16, initializer_range=0.02,
-                 source=None, **extra):
+                 causal_attention=False, source=None, **extra):
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -96,6 +104,7 @@ class BertConfig:
         self.max_position_embeddings = max_position_embeddings
         self.type_vocab_size = type_vocab_size
         self.initializer_range = initializer_range
+        self.causal_attention = causal_attention
         self.source = source
         self.extra = dict(extra)
         self.validate()
@@ -153,7 +162,8 @@ class BertConfig:
 
     # ----------------------------------------------------------------------------- writing
     def to_dict(self):
-        output = {key: getattr(self, key) for key in _FIELDS}
+        output = {key: getattr(self, key) for key in _FIELDS
+                  if key not in _NEW_FIELDS or getattr(self, key) != _FIELDS[key][0]}
         output.update(copy.deepcopy(self.extra))
         return output
 
@@ -231,6 +241,7 @@ class BertConfig:
             max_position_embeddings=self.max_position_embeddings,
             type_vocab_size=self.type_vocab_size,
             initializer_range=self.initializer_range,
+            causal_attention=self.causal_attention,
         )
 
     def __eq__(self, other):
@@ -252,6 +263,11 @@ def _coerce(key, value, where):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BertConfigError(f"{where}: field '{key}' must be a number, got {value!r}.")
         return float(value)
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise BertConfigError(f"{where}: field '{key}' must be true or false, got "
+                                  f"{value!r}.")
+        return value
     if not isinstance(value, str):
         raise BertConfigError(f"{where}: field '{key}' must be a string, got {value!r}.")
     return value
@@ -281,4 +297,6 @@ def _from_hugging_face(obj, where):
             f"{where}: field 'hidden_act' is '{act}', which is not a known activation. Use "
             f"one of: {', '.join(sorted(_HF_ACTIVATIONS))}.")
     obj["hidden_act"] = _HF_ACTIVATIONS[act]
+    if obj.pop("is_decoder", False):  # Hugging Face's causal self-attention
+        obj["causal_attention"] = True
     return obj

@@ -11,6 +11,7 @@ from keras import ops
 from modeling.config import BertConfig
 from modeling.inputs import INPUT_NAMES, select_inputs
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
+from modeling.layers.attention import causal_mask_adder
 from modeling.layers.initializers import truncated_normal
 
 # Constructor argument -> BertConfig field (the original's name).
@@ -21,6 +22,7 @@ _CONFIG_FIELDS = {
     "attention_probs_dropout_prob": "attention_probs_dropout_prob",
     "max_position_embeddings": "max_position_embeddings",
     "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
+    "causal_attention": "causal_attention",
 }
 
 
@@ -76,18 +78,19 @@ class BertEncoder(keras.Model):
                  num_attention_heads=None, intermediate_size=None, hidden_act=None,
                  hidden_dropout_prob=None, attention_probs_dropout_prob=None,
                  max_position_embeddings=None, type_vocab_size=None,
-                 initializer_range=None, dtype=None, **kwargs):
+                 initializer_range=None, causal_attention=None, dtype=None, **kwargs):
         given = dict(hidden_size=hidden_size, num_layers=num_layers,
                      num_attention_heads=num_attention_heads,
                      intermediate_size=intermediate_size, hidden_act=hidden_act,
                      hidden_dropout_prob=hidden_dropout_prob,
                      attention_probs_dropout_prob=attention_probs_dropout_prob,
                      max_position_embeddings=max_position_embeddings,
-                     type_vocab_size=type_vocab_size, initializer_range=initializer_range)
+                     type_vocab_size=type_vocab_size, initializer_range=initializer_range,
+                     causal_attention=causal_attention)
         config = _resolve_config(vocab_size, {k: v for k, v in given.items()
                                               if v is not None})
         embeddings, blocks, pooler = _make_layers(config, dtype)
-        inputs, outputs = _connect(embeddings, blocks, pooler)
+        inputs, outputs = _connect(embeddings, blocks, pooler, config.causal_attention)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         self.vocab_size = config.vocab_size
         for argument, field in _CONFIG_FIELDS.items():
@@ -167,19 +170,29 @@ def _make_layers(c, dtype):
     return embeddings, blocks, pooler
 
 
-def _connect(embeddings, blocks, pooler):
-    """The functional graph: (inputs, outputs) of the encoder."""
+def _connect(embeddings, blocks, pooler, causal=False):
+    """The functional graph: (inputs, outputs) of the encoder. `causal`: each position
+    attends to itself and those before it, and the pooled vector is the last real
+    token's (the one that has seen the whole sequence) instead of [CLS]'s."""
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
               for name in INPUT_NAMES}
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
     mask_adder = attention_mask_adder(inputs["input_mask"])
+    if causal:
+        mask_adder = mask_adder + causal_mask_adder(inputs["input_mask"])
     x = embedding_output
     encoder_outputs = []
     for block in blocks:
         x = block(x, mask_adder)
         encoder_outputs.append(x)
+    if causal:
+        last = ops.maximum(ops.sum(inputs["input_mask"], axis=1) - 1, 0)
+        summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)
+        summary = ops.squeeze(summary, 1)
+    else:
+        summary = ops.take(x, 0, axis=1)  # the [CLS] vector
     outputs = {"sequence_output": x,
-               "pooled_output": pooler(ops.take(x, 0, axis=1)),  # the [CLS] vector
+               "pooled_output": pooler(summary),
                "encoder_outputs": encoder_outputs,
                "embedding_output": embedding_output}
     return inputs, outputs

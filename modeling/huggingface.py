@@ -117,6 +117,8 @@ def hf_config(model, labels=None):
         "pad_token_id": 0, "position_embedding_type": "absolute",
         "classifier_dropout": None, "torch_dtype": "float32",
     }
+    if config.causal_attention:  # a left-to-right model: Hugging Face's decoder
+        out["is_decoder"] = True
     num_labels = getattr(model, "hf_num_labels", None)
     if num_labels:
         labels = list(labels) if labels else [f"LABEL_{i}" for i in range(num_labels)]

@@ -69,23 +69,27 @@ class EncoderModel(keras.Model):
 
 @keras.saving.register_keras_serializable(package="bert")
 class BertPretrainer(EncoderModel):
-    """BERT with its two pre-training heads: masked LM (tied to the word embeddings) and
-    next sentence prediction (2-way classifier on the pooled output, no dropout).
+    """BERT with its pre-training heads: masked LM (tied to the word embeddings) and,
+    unless `next_sentence=False`, next sentence prediction (2-way classifier on the pooled
+    output, no dropout).
 
     Args:
         encoder: a `BertEncoder`, or a `BertConfig` to build one.
+        next_sentence: bool. With the next-sentence head (the original); False for the
+            paper's "No NSP" and left-to-right models. Defaults to True.
 
     Call arguments:
         inputs: dict with the encoder's int32 inputs ("input_ids", "input_mask",
             "segment_ids", each [batch_size, seq_length]) and optionally
-            "masked_lm_positions" (int32 [batch_size, max_predictions_per_seq]).
+            "masked_lm_positions" (int32 [batch_size, num_positions]: the masked positions,
+            or for a left-to-right model every position whose next token is predicted).
 
     Returns:
         dict: the encoder's outputs, plus "next_sentence_logits" (float [batch_size, 2];
-        class 0 = is next, 1 = random) and, when positions are given, "masked_lm_logits"
-        (float [batch_size, max_predictions_per_seq, vocab_size]).
+        class 0 = is next, 1 = random) with that head and, when positions are given,
+        "masked_lm_logits" (float [batch_size, num_positions, vocab_size]).
     """
-    checkpoint_heads = (
+    _MASKED_LM = (
         ("cls/predictions/transform/dense/kernel", "masked_lm.transform.kernel", IDENTITY),
         ("cls/predictions/transform/dense/bias", "masked_lm.transform.bias", IDENTITY),
         ("cls/predictions/transform/LayerNorm/gamma",
@@ -93,11 +97,12 @@ class BertPretrainer(EncoderModel):
         ("cls/predictions/transform/LayerNorm/beta",
          "masked_lm.transform_layer_norm.beta", IDENTITY),
         ("cls/predictions/output_bias", "masked_lm.output_bias", IDENTITY),
+    )
+    _NEXT_SENTENCE = (
         ("cls/seq_relationship/output_weights", "next_sentence.dense.kernel", TRANSPOSE),
         ("cls/seq_relationship/output_bias", "next_sentence.dense.bias", IDENTITY),
     )
-    hf_architecture = "BertForPreTraining"
-    hf_head_names = {
+    _HF_NAMES = {
         "cls/predictions/transform/dense/kernel": "cls.predictions.transform.dense.weight",
         "cls/predictions/transform/dense/bias": "cls.predictions.transform.dense.bias",
         "cls/predictions/transform/LayerNorm/gamma":
@@ -108,29 +113,55 @@ class BertPretrainer(EncoderModel):
         "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
     }
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, *, next_sentence=True, **kwargs):
         super().__init__(encoder, **kwargs)
         enc = self.encoder
+        self.has_next_sentence = next_sentence
         self.masked_lm = MaskedLMHead(vocab_size=enc.vocab_size, hidden_size=enc.hidden_size,
                                       hidden_act=enc.hidden_act,
                                       initializer_range=enc.initializer_range,
                                       dtype=enc.dtype_policy, name="masked_lm")
-        self.next_sentence = ClassificationHead(num_classes=2, dropout_rate=0.0,
-                                                initializer_range=enc.initializer_range,
-                                                dtype=enc.dtype_policy, name="next_sentence")
         self.masked_lm.build()
-        self.next_sentence.build((None, enc.hidden_size))
+        if next_sentence:
+            self.next_sentence = ClassificationHead(
+                num_classes=2, dropout_rate=0.0, initializer_range=enc.initializer_range,
+                dtype=enc.dtype_policy, name="next_sentence")
+            self.next_sentence.build((None, enc.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
+
+    @property
+    def checkpoint_heads(self):
+        return self._MASKED_LM + (self._NEXT_SENTENCE if self.has_next_sentence else ())
+
+    @property
+    def hf_architecture(self):
+        """Hugging Face's class of this model: with both heads `BertForPreTraining`, a
+        masked LM alone `BertForMaskedLM`, a left-to-right LM `BertLMHeadModel`."""
+        if self.encoder.causal_attention:
+            return "BertLMHeadModel"
+        return "BertForPreTraining" if self.has_next_sentence else "BertForMaskedLM"
+
+    @property
+    def hf_has_pooler(self):
+        return self.has_next_sentence  # the masked-LM-only classes have none
+
+    @property
+    def hf_head_names(self):
+        return {name: self._HF_NAMES[name] for name, _, _ in self.checkpoint_heads}
 
     def call(self, inputs, training=None):
         outputs = dict(self._encode(inputs, training))
-        outputs["next_sentence_logits"] = self.next_sentence(outputs["pooled_output"],
-                                                             training=training)
+        if self.has_next_sentence:
+            outputs["next_sentence_logits"] = self.next_sentence(outputs["pooled_output"],
+                                                                 training=training)
         if "masked_lm_positions" in inputs:
             outputs["masked_lm_logits"] = self.masked_lm(
                 outputs["sequence_output"], inputs["masked_lm_positions"],
                 self.encoder.word_embeddings)
         return outputs
+
+    def _head_config(self):
+        return {"next_sentence": self.has_next_sentence}
 
 
 @keras.saving.register_keras_serializable(package="bert")

@@ -37,7 +37,9 @@ def softmax(x):
 
 
 def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
-    """Returns dict like BertEncoder's, computed in float64."""
+    """Returns dict like BertEncoder's, computed in float64. With `cfg["causal_attention"]`
+    a query attends to keys at or before it only, and the pooled vector is the last real
+    token's."""
     w = {k: np.asarray(v, np.float64) for k, v in w.items()}
     H, N = cfg["hidden_size"], cfg["num_attention_heads"]
     D = H // N
@@ -49,6 +51,10 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     x = layer_norm(x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"])
     emb = x
     adder = (1.0 - input_mask[:, None, None, :].astype(np.float64)) * -10000.0
+    causal = cfg.get("causal_attention", False)
+    if causal:
+        after = np.triu(np.ones((S, S)), k=1)  # [query, key]: the key is later
+        adder = adder + after[None, None] * -10000.0
     layers = []
     for i in range(cfg["num_hidden_layers"]):
         p = f"bert/encoder/layer_{i}/"
@@ -68,7 +74,8 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
         x = layer_norm(dense(h, "output/dense") + a, w[p + "output/LayerNorm/gamma"],
                        w[p + "output/LayerNorm/beta"])
         layers.append(x)
-    pooled = np.tanh(x[:, 0] @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
+    summary = x[np.arange(B), input_mask.sum(1) - 1] if causal else x[:, 0]
+    pooled = np.tanh(summary @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": layers,
             "embedding_output": emb}
 

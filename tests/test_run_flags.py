@@ -55,7 +55,9 @@ _RECORDED_BEFORE = {
     "version_2_with_negative", "train_on_first_answer", "train_batch_size",
     "gradient_accumulation_steps", "optimizer", "learning_rate", "num_train_steps",
     "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
-    "clip_norm", "dtype", "seed"}
+    "clip_norm", "dtype", "seed",
+    # ... and those added since: multiple choice's file layout, the pre-training objective.
+    "data_format", "objective"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -28,6 +28,15 @@ def attention_mask_adder(input_mask):
     return (1.0 - ops.expand_dims(ops.expand_dims(mask, 1), 1)) * MASK_ADDER
 
 
+def causal_mask_adder(input_mask):
+    """The additive mask [B, 1, T, T] of a left-to-right model: query position i may
+    attend to keys 0..i only (added to `attention_mask_adder`'s key mask). Built from
+    `input_mask`'s positions, so that it works on symbolic inputs of any length."""
+    positions = ops.cumsum(ops.ones_like(input_mask), axis=1)  # [B, T]: 1, 2, ...
+    later = ops.expand_dims(positions, 1) > ops.expand_dims(positions, 2)  # [B, query, key]
+    return ops.expand_dims(ops.cast(later, "float32"), 1) * MASK_ADDER
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class SelfAttention(keras.layers.Layer):
     """Multi-head self-attention: query/key/value projections, masked softmax, dropout.

@@ -1,4 +1,5 @@
-"""Pre-training: masked LM + next sentence prediction, as the original `run_pretraining.py`.
+"""Pre-training: masked LM + next sentence prediction, as the original `run_pretraining.py`;
+or the paper's Table 5 ablations: masked LM alone, or a left-to-right LM.
 
 Pipeline position: TFRecords (`data_prep.create_pretraining_data`) -> this task (through
 `training.runner`, from `run_pretraining.py`) -> a checkpoint for fine-tuning
@@ -12,12 +13,20 @@ Loss (original_release.md §2.3):
                      masked_lm_weights (padding slots 0)
     next_sentence_loss = mean cross-entropy over the global batch
     loss = masked_lm_loss + next_sentence_loss
+`--objective=mlm` drops the next-sentence head and loss. `--objective=ltr` (as OpenAI GPT)
+puts the original tokens back at the masked positions of the same records (their
+`masked_lm_ids`), attends causally (`BertConfig.causal_attention`, kept in the exported
+config, so fine-tuning and export use it too) and predicts every next real token:
+    lm_loss = sum(w * xent(next token)) / (sum(w) + 1e-5),  w = input_mask[:, 1:]
+Evaluation adds the perplexity, exp of the mean loss (`masked_lm_perplexity`, or
+`lm_perplexity`).
 Each replica and each accumulation micro-batch contributes its sums divided by the global
 normalisers, so the summed gradient is the gradient of the loss of the whole global batch,
 whatever the number of replicas or micro-batches.
 """
 
 import dataclasses
+import math
 import os
 from typing import Optional
 
@@ -25,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
-from modeling import BertPretrainer, save_google_checkpoint
+from modeling import BertConfig, BertPretrainer, save_google_checkpoint
 from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)
 from training import loop
@@ -34,6 +43,9 @@ from training.config import NON_NEGATIVE, WHOLE_POSITIVE, TaskConfig, check
 from training.task import Task, TrainInput, token_count
 
 MLM_EPSILON = 1e-5
+# The paper's Table 5: masked LM + next sentence (the original), masked LM alone ("No
+# NSP"), and a left-to-right LM with no next sentence ("LTR & No NSP").
+OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,19 +61,61 @@ class PretrainingConfig(TaskConfig):
                                    help="Number of training steps.")
     num_warmup_steps: int = setting(10000, recorded=True, help="Linear warm-up steps.")
     max_eval_steps: int = setting(100, help="Evaluation batches.")
+    objective: str = setting(
+        "mlm_nsp", choices=OBJECTIVES, recorded=True,
+        help="mlm_nsp: masked LM + next sentence (the original); mlm: masked LM only (the "
+        "paper's No NSP); ltr: left-to-right LM, causal attention, no [MASK] in the input "
+        "(the original tokens are put back from the same records), no NSP.")
 
     def __post_init__(self):
         super().__post_init__()
-        check(self, {"max_predictions_per_seq": WHOLE_POSITIVE,
+        check(self, {"objective": (lambda o: o in OBJECTIVES, f"one of {list(OBJECTIVES)}"),
+                     "max_predictions_per_seq": WHOLE_POSITIVE,
                      "num_train_steps": WHOLE_POSITIVE, "num_warmup_steps": NON_NEGATIVE,
                      "max_eval_steps": WHOLE_POSITIVE})
 
 
-def _masked_lm_xent(outputs, batch):
-    logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
-    labels = batch["masked_lm_ids"]
-    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    return xent, logits
+def pretraining_model(bert_config, objective):
+    """The `BertPretrainer` of `objective`: with the next-sentence head for mlm_nsp only,
+    causal attention for ltr (set in the config it is built from)."""
+    if objective == "ltr" and not bert_config.causal_attention:
+        bert_config = BertConfig.from_dict(dict(bert_config.to_dict(), causal_attention=True),
+                                           source=bert_config.source)
+    elif objective != "ltr" and bert_config.causal_attention:
+        raise ValueError(
+            f"{bert_config.source or 'the model config'}: causal_attention is true (a "
+            f"left-to-right model); its objective is ltr (--objective=ltr), or remove the "
+            f"field.")
+    return BertPretrainer(bert_config, next_sentence=objective == "mlm_nsp")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingExportOptions:
+    """What the export scripts need to rebuild a pre-training model: its heads."""
+    objective: str = setting(
+        "mlm_nsp", choices=OBJECTIVES, help="pretraining: the objective the checkpoint was "
+        "trained with (run_pretraining.py --objective): mlm_nsp has the next-sentence "
+        "head, mlm and ltr do not.")
+
+
+def _left_to_right(batch):
+    """A batch of the masked-LM records as a left-to-right LM sees it: the original token
+    back at every masked position (where `masked_lm_weights` > 0), positions 0..T-2
+    predicting the token after them, weighted by whether that token is real.
+
+    Returns:
+        (model inputs, next-token ids [B, T-1], weights [B, T-1] float32).
+    """
+    ids, positions = batch["input_ids"], batch["masked_lm_positions"]
+    originals = tf.where(batch["masked_lm_weights"] > 0, batch["masked_lm_ids"],
+                         tf.gather(ids, positions, batch_dims=1))
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(positions))
+    ids = tf.tensor_scatter_nd_update(ids, tf.stack([rows, positions], -1), originals)
+    length = tf.shape(ids)[1]
+    predicting = tf.broadcast_to(tf.range(length - 1)[None], [tf.shape(ids)[0], length - 1])
+    inputs = {"input_ids": ids, "input_mask": batch["input_mask"],
+              "segment_ids": batch["segment_ids"], "masked_lm_positions": predicting}
+    return inputs, ids[:, 1:], tf.cast(batch["input_mask"][:, 1:], tf.float32)
 
 
 def _next_sentence_xent(outputs, batch):
@@ -81,6 +135,8 @@ class PretrainingTask(Task):
     def __init__(self, config=None):
         super().__init__(config)
         self.bert_config = None
+        # Without a config (the loss alone, in tests and tools): the original's objective.
+        self.objective = config.objective if config is not None else "mlm_nsp"
 
     def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
         """Finds the input files and checks the first records of each against the flags
@@ -98,8 +154,9 @@ class PretrainingTask(Task):
                     eval_input_file=self.eval_files)
 
     def build_model(self, bert_config):
-        self.bert_config = bert_config
-        return BertPretrainer(bert_config)
+        model = pretraining_model(bert_config, self.objective)
+        self.bert_config = model.encoder.bert_config()
+        return model
 
     def train_input(self, global_batch_size, seed):
         c = self.config
@@ -143,52 +200,73 @@ class PretrainingTask(Task):
         return {name: batch[name] for name in
                 ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")}
 
+    def _lm_view(self, batch):
+        """(model inputs, predicted ids, their weights) of the objective's language model:
+        the masked positions, or every next token for `ltr`."""
+        if self.objective == "ltr":
+            return _left_to_right(batch)
+        return self.model_inputs(batch), batch["masked_lm_ids"], batch["masked_lm_weights"]
+
     def normalizers(self, batch):
         """Per-replica sums; the loop adds them over replicas."""
-        return {"masked_lm_weight": tf.reduce_sum(batch["masked_lm_weights"]),
+        _, _, weights = self._lm_view(batch)
+        return {"masked_lm_weight": tf.reduce_sum(weights),
                 "sequences": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
+
+    def _lm_xent(self, model, batch, training):
+        inputs, labels, weights = self._lm_view(batch)
+        outputs = model(inputs, training=training)
+        logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        return outputs, xent, logits, labels, weights
+
+    def _lm_name(self):
+        return "lm" if self.objective == "ltr" else "masked_lm"
 
     def loss(self, model, batch, normalizers, training):
         """This (micro-)batch's share of the global loss, and its share of each logged
         statistic."""
-        outputs = model(self.model_inputs(batch), training=training)
-        weights = batch["masked_lm_weights"]
-        mlm_xent, _ = _masked_lm_xent(outputs, batch)
-        mlm_loss = tf.reduce_sum(weights * mlm_xent) / (
-            normalizers["masked_lm_weight"] + MLM_EPSILON)
+        outputs, xent, _, _, weights = self._lm_xent(model, batch, training)
+        lm_loss = tf.reduce_sum(weights * xent) / (normalizers["masked_lm_weight"] +
+                                                   MLM_EPSILON)
+        stats = {f"{self._lm_name()}_loss": lm_loss, "tokens": token_count(batch)}
+        if self.objective != "mlm_nsp":
+            return lm_loss, stats
         nsp_xent, _, _ = _next_sentence_xent(outputs, batch)
         nsp_loss = tf.reduce_sum(nsp_xent) / normalizers["sequences"]
-        stats = {"masked_lm_loss": mlm_loss, "next_sentence_loss": nsp_loss,
-                 "tokens": token_count(batch)}
-        return mlm_loss + nsp_loss, stats
+        stats["next_sentence_loss"] = nsp_loss
+        return lm_loss + nsp_loss, stats
 
     def eval_sums(self, model, batch):
         """Sums over this batch from which `eval_results` computes the metrics."""
-        outputs = model(self.model_inputs(batch), training=False)
-        weights = batch["masked_lm_weights"]
-        mlm_xent, mlm_logits = _masked_lm_xent(outputs, batch)
-        mlm_correct = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32),
-                                       batch["masked_lm_ids"]), tf.float32)
-        nsp_xent, nsp_logits, nsp_labels = _next_sentence_xent(outputs, batch)
-        nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
-                                       nsp_labels), tf.float32)
-        return {"mlm_weight": tf.reduce_sum(weights),
-                "mlm_loss": tf.reduce_sum(weights * mlm_xent),
-                "mlm_correct": tf.reduce_sum(weights * mlm_correct),
-                "sequences": tf.cast(tf.size(nsp_labels), tf.float32),
-                "nsp_loss": tf.reduce_sum(nsp_xent),
-                "nsp_correct": tf.reduce_sum(nsp_correct)}
+        outputs, xent, logits, labels, weights = self._lm_xent(model, batch, False)
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
+                          tf.float32)
+        sums = {"mlm_weight": tf.reduce_sum(weights),
+                "mlm_loss": tf.reduce_sum(weights * xent),
+                "mlm_correct": tf.reduce_sum(weights * correct)}
+        if self.objective == "mlm_nsp":
+            nsp_xent, nsp_logits, nsp_labels = _next_sentence_xent(outputs, batch)
+            nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
+                                           nsp_labels), tf.float32)
+            sums.update({"sequences": tf.cast(tf.size(nsp_labels), tf.float32),
+                         "nsp_loss": tf.reduce_sum(nsp_xent),
+                         "nsp_correct": tf.reduce_sum(nsp_correct)})
+        return sums
 
     def eval_results(self, sums):
         """The original's metrics: weighted masked-LM accuracy and mean loss, next-sentence
-        accuracy and mean loss, and their total `loss`."""
+        accuracy and mean loss, and their total `loss`; plus the perplexity of the
+        language model (exp of its mean loss). For `ltr` the LM's are named `lm_*`."""
+        name = self._lm_name()
         mlm_weight = max(sums["mlm_weight"], 1e-12)
-        sequences = max(sums["sequences"], 1e-12)
-        results = {
-            "masked_lm_accuracy": sums["mlm_correct"] / mlm_weight,
-            "masked_lm_loss": sums["mlm_loss"] / mlm_weight,
-            "next_sentence_accuracy": sums["nsp_correct"] / sequences,
-            "next_sentence_loss": sums["nsp_loss"] / sequences,
-        }
-        results["loss"] = results["masked_lm_loss"] + results["next_sentence_loss"]
+        results = {f"{name}_accuracy": sums["mlm_correct"] / mlm_weight,
+                   f"{name}_loss": sums["mlm_loss"] / mlm_weight}
+        results[f"{name}_perplexity"] = math.exp(min(results[f"{name}_loss"], 700.0))
+        results["loss"] = results[f"{name}_loss"]
+        if "nsp_loss" in sums:
+            sequences = max(sums["sequences"], 1e-12)
+            results["next_sentence_accuracy"] = sums["nsp_correct"] / sequences
+            results["next_sentence_loss"] = sums["nsp_loss"] / sequences
+            results["loss"] += results["next_sentence_loss"]
         return results
