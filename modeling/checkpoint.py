@@ -261,6 +261,10 @@ def _layout_rule(reader, rule):
     return mapping.IDENTITY if reader.keras_layout else rule
 
 
+# Where `modeling.heads.BiLSTM` weights are named (see `modeling.models`).
+BILSTM_SCOPE = "cls/bilstm/"
+
+
 def _check_fit(reader, targets, strict):
     """Raises `CheckpointError` unless the checkpoint fits the model (see
     `load_checkpoint`); returns the model weights it does not fill."""
@@ -284,6 +288,12 @@ def _check_fit(reader, targets, strict):
             f"{reader.path}: no variable of the model is in this checkpoint (it holds e.g. "
             f"{sorted(reader.shapes)[:5]}). Is it a BERT checkpoint?")
     _check_layers(reader.path, sorted(set(reader.shapes) - set(targets)), targets)
+    extra_bilstm = [n for n in reader.shapes if n.startswith(BILSTM_SCOPE) and n not in targets]
+    if extra_bilstm and strict is True:
+        raise CheckpointError(
+            f"{reader.path}: the checkpoint's task head has a BiLSTM ({extra_bilstm[0]}, ...) "
+            f"that this model does not: build it with the same head (--head=bilstm, "
+            f"--bilstm_layers, --bilstm_units), or its answers would skip the BiLSTM.")
     missing = [n for n in not_filled if strict is True or
                (strict == "encoder" and n.startswith(mapping.ENCODER_SCOPE))]
     if missing:

@@ -74,6 +74,36 @@ def parse_layer_indexes(spec, num_layers):
 
 POOLINGS = ("none", "cls", "mean", "pooled")
 
+# The paper's Table 7: which activations of a frozen BERT a feature-based model reads.
+FEATURE_COMBINATIONS = ("embeddings", "second_to_last", "last", "sum_last_four",
+                        "concat_last_four", "sum_all")
+
+
+def combined_width(combination, hidden_size):
+    """The width of a `combine_layers` output."""
+    return 4 * hidden_size if combination == "concat_last_four" else hidden_size
+
+
+def combine_layers(outputs, combination):
+    """The `combination` of an encoder's outputs (its `embedding_output` and per-block
+    `encoder_outputs`), [batch, seq_length, width]: the embeddings; the second-to-last or
+    last block; the sum or concatenation of the last four blocks; or the sum of all blocks
+    (the paper's "Sum All 12 Layers": the blocks, not the embeddings)."""
+    blocks = outputs["encoder_outputs"]
+    if combination == "embeddings":
+        return outputs["embedding_output"]
+    if combination == "second_to_last":
+        return blocks[-2]
+    if combination == "last":
+        return blocks[-1]
+    if combination == "sum_last_four":
+        return sum(blocks[-4:][1:], blocks[-4:][0])
+    if combination == "concat_last_four":
+        return tf.concat(blocks[-4:], axis=-1)
+    if combination == "sum_all":
+        return sum(blocks[1:], blocks[0])
+    raise ValueError(f"{combination!r} is not one of {list(FEATURE_COMBINATIONS)}.")
+
 
 def _batches(encoder, packed_examples, batch_size):
     """Yields (chunk, per-layer activations [L] of float32 [b, length, H], pooled output

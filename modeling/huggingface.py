@@ -72,8 +72,10 @@ def architecture(model):
     """The Hugging Face architecture of `model` (its class's `hf_architecture`)."""
     name = getattr(model, "hf_architecture", None)
     if name is None:
-        raise TypeError(f"{type(model).__name__}: no Hugging Face architecture (the class "
-                        f"has no `hf_architecture`).")
+        raise ValueError(f"{type(model).__name__}: no Hugging Face architecture (transformers "
+                         f"has no class for it" + (": a BiLSTM head" if getattr(
+                             model, "bilstm", None) else "") + "). Export it as a SavedModel "
+                         "or a checkpoint instead.")
     return name
 
 

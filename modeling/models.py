@@ -11,7 +11,9 @@ import keras
 from modeling.checkpoint_mapping import IDENTITY, TRANSPOSE
 from modeling.config import BertConfig
 from modeling.encoder import BertEncoder
-from modeling.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
+from modeling.feature_extraction import FEATURE_COMBINATIONS, combine_layers, combined_width
+from modeling.heads import HEADS, BiLSTM, ClassificationHead, MaskedLMHead, \
+    SpanLabelingHead
 
 
 def _as_encoder(encoder_or_config):
@@ -47,6 +49,65 @@ class EncoderModel(keras.Model):
     def __init__(self, encoder, **kwargs):
         super().__init__(**kwargs)
         self.encoder = _as_encoder(encoder)
+        self.bilstm = None
+        self.feature_based = None
+
+    def _make_bilstm(self, head, bilstm_layers, bilstm_units, feature_based=None):
+        """For models with a head choice: the BiLSTM between the encoder and the output
+        layer (`head="bilstm"`: `bilstm_layers` (default 1) of `bilstm_units` per
+        direction (default half the hidden size)); or, `feature_based` (one of
+        `FEATURE_COMBINATIONS`, the paper's Table 7), the encoder frozen and that
+        combination of its layers read by a BiLSTM (default 2 layers of 768 units, the
+        paper's). Returns the width the output layer reads."""
+        if head not in HEADS:
+            raise ValueError(f"head={head!r}: must be one of {list(HEADS)}.")
+        if feature_based is not None and feature_based not in FEATURE_COMBINATIONS:
+            raise ValueError(f"feature_based={feature_based!r}: must be one of "
+                             f"{list(FEATURE_COMBINATIONS)}.")
+        self.head, self.feature_based = head, feature_based
+        self.bilstm_layers, self.bilstm_units = bilstm_layers, bilstm_units
+        width = self.encoder.hidden_size
+        if feature_based:
+            needed = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}.get(
+                feature_based, 1)
+            if self.encoder.num_layers < needed:
+                raise ValueError(f"feature_based={feature_based!r} needs at least {needed} "
+                                 f"encoder layers; the model has {self.encoder.num_layers}.")
+            self.encoder.trainable = False  # features of the pre-trained model, as they are
+            width = combined_width(feature_based, width)
+        elif head != "bilstm":
+            return width
+        layers = bilstm_layers or (2 if feature_based else 1)
+        units = bilstm_units or (768 if feature_based else self.encoder.hidden_size // 2)
+        if layers < 1 or units < 1:
+            raise ValueError(f"bilstm_layers={layers}, bilstm_units={units}: both must be "
+                             f"at least 1.")
+        self.bilstm = BiLSTM(units=units, num_layers=layers, dtype=self.encoder.dtype_policy,
+                             name="bilstm")
+        self.bilstm.build((None, None, width))
+        return 2 * units
+
+    def _sequence_features(self, inputs, training):
+        """(encoder outputs, what the output layer reads per token): the sequence output,
+        or the chosen combination of a frozen encoder's layers (run without dropout),
+        through the BiLSTM when there is one."""
+        if self.feature_based:
+            outputs = self._encode(inputs, False)
+            sequence = combine_layers(outputs, self.feature_based)
+        else:
+            outputs = self._encode(inputs, training)
+            sequence = outputs["sequence_output"]
+        if self.bilstm:
+            sequence = self.bilstm(sequence, inputs["input_mask"])
+        return outputs, sequence
+
+    def _bilstm_config(self):
+        return {"head": self.head, "bilstm_layers": self.bilstm_layers,
+                "bilstm_units": self.bilstm_units, "feature_based": self.feature_based}
+
+    def _bilstm_names(self):
+        """The BiLSTM's checkpoint names (`cls/bilstm/...`), none without one."""
+        return self.bilstm.checkpoint_names("cls/bilstm", "bilstm") if self.bilstm else ()
 
     def _encode(self, inputs, training):
         return self.encoder(inputs, training=training)  # picks its inputs by name
@@ -172,32 +233,51 @@ class BertClassifier(EncoderModel):
         encoder: a `BertEncoder`, or a `BertConfig`.
         num_classes: int. Number of labels (1 for regression such as STS-B).
         dropout_rate: float. Dropout on the pooled vector. Defaults to 0.1.
+        head: "linear" (the original: the pooled [CLS] vector) or "bilstm" (the paper's
+            "+ BiLSTM": a BiLSTM over the sequence output, its final states classified).
+        bilstm_layers, bilstm_units: the BiLSTM's layers (default 1) and units per
+            direction (default half the hidden size).
+        feature_based: None (fine-tuning), or a combination of a frozen encoder's layers
+            (`modeling.feature_extraction.FEATURE_COMBINATIONS`) read by a BiLSTM (default
+            2 layers of 768 units), the paper's Table 7.
 
     Returns:
         dict with "logits" (float [batch_size, num_classes]) and "pooled_output".
     """
     # run_classifier.py creates these at the root variable scope.
-    checkpoint_heads = (
+    _OUTPUT_NAMES = (
         ("output_weights", "classifier.dense.kernel", TRANSPOSE),
         ("output_bias", "classifier.dense.bias", IDENTITY),
     )
-    hf_architecture = "BertForSequenceClassification"
     hf_head_names = {"output_weights": "classifier.weight", "output_bias": "classifier.bias"}
 
-    def __init__(self, encoder, num_classes, *, dropout_rate=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, *, dropout_rate=0.1, head="linear",
+                 bilstm_layers=None, bilstm_units=None, feature_based=None, **kwargs):
         super().__init__(encoder, **kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
+        width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
         self.classifier = ClassificationHead(
             num_classes=num_classes, dropout_rate=dropout_rate,
             initializer_range=self.encoder.initializer_range,
             dtype=self.encoder.dtype_policy, name="classifier")
-        self.classifier.build((None, self.encoder.hidden_size))
+        self.classifier.build((None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
+    @property
+    def checkpoint_heads(self):
+        return self._OUTPUT_NAMES + self._bilstm_names()
+
+    @property
+    def hf_architecture(self):  # transformers has no BiLSTM head
+        return None if self.bilstm else "BertForSequenceClassification"
+
     def call(self, inputs, training=None):
-        outputs = self._encode(inputs, training)
-        return {"logits": self.classifier(outputs["pooled_output"], training=training),
+        outputs, sequence = self._sequence_features(inputs, training)
+        features = outputs["pooled_output"]
+        if self.bilstm:
+            features = self.bilstm.summary(sequence, inputs["input_mask"])
+        return {"logits": self.classifier(features, training=training),
                 "pooled_output": outputs["pooled_output"]}
 
     @property
@@ -205,36 +285,55 @@ class BertClassifier(EncoderModel):
         return self.num_classes
 
     def _head_config(self):
-        return {"num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
+        return dict(self._bilstm_config(), num_classes=self.num_classes,
+                    dropout_rate=self.dropout_rate)
 
 
 @keras.saving.register_keras_serializable(package="bert")
 class BertSpanLabeler(EncoderModel):
     """Extractive question answering: start and end logits over the sequence.
 
+    Args:
+        encoder: a `BertEncoder`, or a `BertConfig`.
+        head, bilstm_layers, bilstm_units, feature_based: "linear" (the original) or
+            "bilstm" (a BiLSTM between the sequence output and the span layer), or a frozen
+            encoder's features (see `BertClassifier`).
+
     Returns:
         dict with "start_logits" and "end_logits", each float [batch_size, seq_length].
     """
-    checkpoint_heads = (
+    _OUTPUT_NAMES = (
         ("cls/squad/output_weights", "span_head.dense.kernel", TRANSPOSE),
         ("cls/squad/output_bias", "span_head.dense.bias", IDENTITY),
     )
-    hf_architecture = "BertForQuestionAnswering"
     hf_has_pooler = False
     hf_head_names = {"cls/squad/output_weights": "qa_outputs.weight",
                      "cls/squad/output_bias": "qa_outputs.bias"}
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, *, head="linear", bilstm_layers=None, bilstm_units=None,
+                 feature_based=None, **kwargs):
         super().__init__(encoder, **kwargs)
+        width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
         self.span_head = SpanLabelingHead(initializer_range=self.encoder.initializer_range,
                                           dtype=self.encoder.dtype_policy, name="span")
-        self.span_head.build((None, None, self.encoder.hidden_size))
+        self.span_head.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
+    @property
+    def checkpoint_heads(self):
+        return self._OUTPUT_NAMES + self._bilstm_names()
+
+    @property
+    def hf_architecture(self):
+        return None if self.bilstm else "BertForQuestionAnswering"
+
     def call(self, inputs, training=None):
-        outputs = self._encode(inputs, training)
-        start, end = self.span_head(outputs["sequence_output"])
+        _, sequence = self._sequence_features(inputs, training)
+        start, end = self.span_head(sequence)
         return {"start_logits": start, "end_logits": end}
+
+    def _head_config(self):
+        return self._bilstm_config()
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -245,38 +344,52 @@ class BertTokenClassifier(EncoderModel):
         encoder: a `BertEncoder`, or a `BertConfig`.
         num_labels: int. Number of tags.
         dropout_rate: float. Defaults to 0.1.
+        head, bilstm_layers, bilstm_units, feature_based: "linear" (the original) or
+            "bilstm" (a BiLSTM between the sequence output and the tagger), or a frozen
+            encoder's features read by a BiLSTM, the paper's Table 7 (see
+            `BertClassifier`).
 
     Returns:
         dict with "logits", float [batch_size, seq_length, num_labels].
     """
     # The original has no tagging head; these names follow its conventions.
-    checkpoint_heads = (
+    _OUTPUT_NAMES = (
         ("cls/token_classification/output_weights", "tagger.dense.kernel", TRANSPOSE),
         ("cls/token_classification/output_bias", "tagger.dense.bias", IDENTITY),
     )
-    hf_architecture = "BertForTokenClassification"
     hf_has_pooler = False
     hf_head_names = {"cls/token_classification/output_weights": "classifier.weight",
                      "cls/token_classification/output_bias": "classifier.bias"}
 
-    def __init__(self, encoder, num_labels, *, dropout_rate=0.1, **kwargs):
+    def __init__(self, encoder, num_labels, *, dropout_rate=0.1, head="linear",
+                 bilstm_layers=None, bilstm_units=None, feature_based=None, **kwargs):
         super().__init__(encoder, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
+        width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
         self.tagger = ClassificationHead(
             num_classes=num_labels, dropout_rate=dropout_rate,
             initializer_range=self.encoder.initializer_range,
             dtype=self.encoder.dtype_policy, name="tagger")
-        self.tagger.build((None, None, self.encoder.hidden_size))
+        self.tagger.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
+    @property
+    def checkpoint_heads(self):
+        return self._OUTPUT_NAMES + self._bilstm_names()
+
+    @property
+    def hf_architecture(self):
+        return None if self.bilstm else "BertForTokenClassification"
+
     def call(self, inputs, training=None):
-        outputs = self._encode(inputs, training)
-        return {"logits": self.tagger(outputs["sequence_output"], training=training)}
+        _, sequence = self._sequence_features(inputs, training)
+        return {"logits": self.tagger(sequence, training=training)}
 
     @property
     def hf_num_labels(self):
         return self.num_labels
 
     def _head_config(self):
-        return {"num_labels": self.num_labels, "dropout_rate": self.dropout_rate}
+        return dict(self._bilstm_config(), num_labels=self.num_labels,
+                    dropout_rate=self.dropout_rate)

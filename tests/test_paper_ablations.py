@@ -149,3 +149,142 @@ def test_left_to_right_model_is_hugging_face_lm_head_model(tmp_path, tiny_config
             token_type_ids=torch.tensor(tiny_inputs["segment_ids"], dtype=torch.long)).logits
     mask = tiny_inputs["input_mask"][..., None]
     assert float(np.max(np.abs((ours - logits.numpy()) * mask))) <= 1e-5
+
+
+# ----------------------------------------------------------------------------- BiLSTM
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _lstm(x, mask, kernel, recurrent, bias, backwards):
+    """One direction over the real tokens of each row (Keras's gate order: i, f, c, o)."""
+    batch, _, _ = x.shape
+    units = recurrent.shape[0]
+    out = np.zeros((batch, x.shape[1], units))
+    for b in range(batch):
+        h, c = np.zeros(units), np.zeros(units)
+        steps = range(int(mask[b].sum()))
+        for t in (reversed(steps) if backwards else steps):
+            z = x[b, t] @ kernel + h @ recurrent + bias
+            i, f, g, o = np.split(z, 4)
+            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+            h = _sigmoid(o) * np.tanh(c)
+            out[b, t] = h
+    return out
+
+
+def _bilstm_reference(model, x, mask):
+    for i in range(model.bilstm.num_layers):
+        layer = getattr(model.bilstm, f"layer_{i}")
+        parts = []
+        for direction, backwards in ((layer.forward_layer, False),
+                                     (layer.backward_layer, True)):
+            cell = direction.cell
+            parts.append(_lstm(x, mask, *(np.asarray(w.numpy(), np.float64) for w in (
+                cell.kernel, cell.recurrent_kernel, cell.bias)), backwards))
+        x = np.concatenate(parts, -1)
+    return x
+
+
+def test_bilstm_heads_match_a_numpy_lstm(tmp_path, tiny_config_dict, tiny_inputs):
+    cfg = dict(tiny_config_dict, num_hidden_layers=4)
+    weights = ref.random_google_weights(cfg, np.random.default_rng(2), heads=())
+    prefix = write_tf1_checkpoint(weights, str(tmp_path / "model.ckpt"))
+    config = modeling.BertConfig.from_dict(cfg)
+    mask = tiny_inputs["input_mask"]
+    encoded = ref.encoder_forward(weights, cfg, **tiny_inputs)
+    blocks = encoded["encoder_outputs"]
+    for features, kind in ((encoded["sequence_output"], None),
+                           (np.concatenate(blocks[-4:], -1), "concat_last_four"),
+                           (sum(blocks), "sum_all")):
+        tagger = modeling.BertTokenClassifier(config, 5, head="bilstm", bilstm_layers=2,
+                                              bilstm_units=6, feature_based=kind)
+        modeling.load_checkpoint(tagger, prefix, strict="encoder")
+        sequence = _bilstm_reference(tagger, features, mask)
+        kernel, bias = (np.asarray(w.numpy(), np.float64) for w in (
+            tagger.tagger.dense.kernel, tagger.tagger.dense.bias))
+        ours = np.asarray(tagger(tiny_inputs, training=False)["logits"])
+        np.testing.assert_allclose(ours * mask[..., None],
+                                   (sequence @ kernel + bias) * mask[..., None], atol=1e-5,
+                                   err_msg=str(kind))
+    # A classifier reads the forward state at the last real token and the backward state
+    # at the first.
+    classifier = modeling.BertClassifier(config, 3, head="bilstm", bilstm_units=6)
+    modeling.load_checkpoint(classifier, prefix, strict="encoder")
+    sequence = _bilstm_reference(classifier, encoded["sequence_output"], mask)
+    last = mask.sum(1) - 1
+    summary = np.concatenate([sequence[np.arange(2), last, :6], sequence[:, 0, 6:]], -1)
+    kernel, bias = (np.asarray(w.numpy(), np.float64) for w in (
+        classifier.classifier.dense.kernel, classifier.classifier.dense.bias))
+    np.testing.assert_allclose(np.asarray(classifier(tiny_inputs, training=False)["logits"]),
+                               summary @ kernel + bias, atol=1e-5)
+
+
+def test_bilstm_checkpoints_round_trip_and_are_not_read_without_one(tmp_path,
+                                                                    tiny_config_dict,
+                                                                    tiny_inputs):
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    model = modeling.BertSpanLabeler(config, head="bilstm")
+    prefix = str(tmp_path / "squad.ckpt")
+    modeling.save_google_checkpoint(model, prefix)
+    again = modeling.BertSpanLabeler(config, head="bilstm")
+    modeling.load_checkpoint(again, prefix, strict=True)
+    for name, value in model(tiny_inputs, training=False).items():
+        np.testing.assert_array_equal(np.asarray(again(tiny_inputs, training=False)[name]),
+                                      np.asarray(value))
+    # Same output-layer shapes without the BiLSTM: refused, not silently skipped.
+    with pytest.raises(modeling.CheckpointError, match=r"has a BiLSTM .*--head=bilstm"):
+        modeling.load_checkpoint(modeling.BertSpanLabeler(config), prefix, strict=True)
+    with pytest.raises(ValueError, match=r"no Hugging Face architecture .*a BiLSTM head"):
+        modeling.save_huggingface(model, str(tmp_path / "hf"))
+    with pytest.raises(ValueError, match=r"needs at least 4 encoder layers"):
+        modeling.BertTokenClassifier(config, 3, feature_based="sum_last_four")
+
+
+@pytest.fixture(scope="module")
+def ner_toy(tmp_path_factory):
+    from tests.test_ner import write_toy_task
+    folder = write_toy_task(tmp_path_factory.mktemp("ner_ablations"),
+                            (("eng.train", 300), ("eng.testa", 60), ("eng.testb", 60)))
+    config = modeling.BertConfig.from_json_file(str(folder / "bert_config.json"))
+    encoder = modeling.BertEncoder(config)  # a "pre-trained" encoder: random, but given
+    modeling.save_google_checkpoint(encoder, str(folder / "bert_model.ckpt"))
+    return folder
+
+
+def _run_ner(toy, out, *extra):
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "run_ner.py"), f"--data_dir={toy / 'data'}",
+         f"--vocab_file={toy / 'vocab.txt'}", f"--bert_config_file={toy / 'bert_config.json'}",
+         f"--init_checkpoint={toy / 'bert_model.ckpt'}", "--do_train", "--do_eval",
+         "--max_seq_length=16", "--train_batch_size=16", "--learning_rate=5e-3",
+         "--num_train_epochs=6", f"--output_dir={out}", "--save_checkpoints_steps=1000",
+         *extra], env=ENV, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(line.split(" = ", 1) for line in
+                (out / "eval_results.txt").read_text().splitlines() if " = " in line)
+
+
+def test_feature_based_ner_trains_a_bilstm_on_a_frozen_encoder(ner_toy, tmp_path):
+    out = tmp_path / "features"
+    results = _run_ner(ner_toy, out, "--feature_based=second_to_last", "--bilstm_units=32")
+    assert float(results["f1"]) > 80.0, results
+    # The encoder's weights are exactly the initial checkpoint's; the BiLSTM and tagger
+    # are trained.
+    config = modeling.BertConfig.from_json_file(str(ner_toy / "bert_config.json"))
+    start = modeling.BertEncoder(config)
+    modeling.load_checkpoint(start, str(ner_toy / "bert_model.ckpt"), strict=True)
+    labels = (out / "label_list.txt").read_text().split()
+    trained = modeling.BertTokenClassifier(config, len(labels),
+                                           feature_based="second_to_last", bilstm_units=32)
+    modeling.load_checkpoint(trained, str(out / "best" / "model.ckpt"), strict=True)
+    for a, b in zip(start.weights, trained.encoder.weights):
+        np.testing.assert_array_equal(np.asarray(a.numpy()), np.asarray(b.numpy()),
+                                      err_msg=a.path)
+    assert not trained.encoder.trainable
+    assert len(trained.trainable_weights) == 6 * 2 + 2  # 2 BiLSTM layers x 2 directions x 3
+
+
+def test_bilstm_head_fine_tunes(ner_toy, tmp_path):
+    results = _run_ner(ner_toy, tmp_path / "bilstm", "--head=bilstm")
+    assert float(results["f1"]) > 85.0, results

@@ -23,6 +23,10 @@ from common.settings import setting
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZER_NAMES = ("adamw_original", "adamw", "lamb")
+HEADS = ("linear", "bilstm")  # modeling.heads.HEADS
+# modeling.feature_extraction.FEATURE_COMBINATIONS
+FEATURE_COMBINATIONS = ("embeddings", "second_to_last", "last", "sum_last_four",
+                        "concat_last_four", "sum_all")
 
 
 def check(config, rules):
@@ -172,3 +176,32 @@ class FineTuningConfig(TaskConfig):
         super().__post_init__()
         check(self, {"num_train_epochs": POSITIVE, "warmup_proportion": FRACTION,
                      "predict_batch_size": WHOLE_POSITIVE})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HeadConfig:
+    """The output head of the fine-tuning tasks that offer the paper's "+ BiLSTM" (Table
+    5): mixed into their configs and export options."""
+    head: str = setting(
+        "linear", choices=HEADS, recorded=True,
+        help="linear: the output layer on the encoder (the original); bilstm: a randomly "
+        "initialised BiLSTM between the encoder's sequence output and the output layer "
+        "(the paper's + BiLSTM; classification reads its final states).")
+    bilstm_layers: Optional[int] = setting(
+        None, recorded=True, help="The BiLSTM's stacked bidirectional layers (default 1 "
+        "for --head=bilstm, 2 for --feature_based).")
+    bilstm_units: Optional[int] = setting(
+        None, recorded=True, help="The BiLSTM's units per direction (default half the "
+        "hidden size for --head=bilstm, 768 for --feature_based).")
+    feature_based: Optional[str] = setting(
+        None, choices=FEATURE_COMBINATIONS, recorded=True,
+        help="The feature-based approach (the paper's Table 7): the encoder frozen, and "
+        "this combination of its layers read by a BiLSTM (2 layers of 768 units by "
+        "default) before the output layer: embeddings, second_to_last, last, "
+        "sum_last_four, concat_last_four, sum_all (the blocks, not the embeddings).")
+
+    def head_kwargs(self):
+        """The model constructor's head arguments."""
+        return {"head": self.head, "bilstm_layers": self.bilstm_layers,
+                "bilstm_units": self.bilstm_units, "feature_based": self.feature_based}
+

@@ -22,6 +22,7 @@ from serving import saved_model as export
 from tasks import registry
 from text.graph_packing import pack_document_ids
 from text.packing import LONG_DOCUMENT
+from training.config import HeadConfig
 
 
 class ClassificationModule(export.ServingModule):
@@ -85,7 +86,7 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationExportOptions:
+class ClassificationExportOptions(HeadConfig):
     """What `export_saved_model.py` needs to rebuild a classifier beyond its checkpoint."""
     labels: Optional[tuple] = setting(
         None, help="The label list, in training order (e.g. 0,1 or "
@@ -110,7 +111,8 @@ def model_for_export(bert_config, options):
     labels = registry.labels_of(options)
     if not options.regression and not labels:
         raise ValueError("A classifier needs --labels or --labels_file (or --regression).")
-    return BertClassifier(bert_config, 1 if options.regression else len(labels))
+    return BertClassifier(bert_config, 1 if options.regression else len(labels),
+                          **options.head_kwargs())
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,

@@ -25,7 +25,7 @@ from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
 from common.settings import setting
-from training.config import FineTuningConfig, check
+from training.config import FineTuningConfig, HeadConfig, check
 from training.task import Task, TrainInput, model_inputs, softmax, \
     static_shapes_needed, steps_for_epochs, token_count
 
@@ -36,7 +36,7 @@ GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "M
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationConfig(FineTuningConfig):
+class ClassificationConfig(FineTuningConfig, HeadConfig):
     """The classification task's settings (the fields of `FineTuningConfig`, and these)."""
     task_name: str = setting(
         recorded=True, help="CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, "
@@ -147,7 +147,8 @@ class ClassificationTask(Task):
     def build_model(self, bert_config):
         num_classes = 1 if self.regression else len(self.label_list)
         return BertClassifier(bert_config, num_classes,
-                              dropout_rate=self.config.dropout_rate)
+                              dropout_rate=self.config.dropout_rate,
+                              **self.config.head_kwargs())
 
     def train_input(self, global_batch_size, seed):
         c = self.config

@@ -14,6 +14,7 @@ from common.settings import setting
 from modeling import BertSpanLabeler
 from serving import saved_model as export
 from text.graph_packing import keep_first, pack_ids
+from training.config import HeadConfig
 
 
 class SquadModule(export.ServingModule):
@@ -86,13 +87,13 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadExportOptions:
+class SquadExportOptions(HeadConfig):
     """What `export_saved_model.py` needs to export a question-answering model."""
     max_query_length: int = setting(64, help="Question answering: question pieces kept.")
 
 
 def model_for_export(bert_config, options):
-    return BertSpanLabeler(bert_config)
+    return BertSpanLabeler(bert_config, **options.head_kwargs())
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,

@@ -31,13 +31,13 @@ from tasks.squad.predictions import compute_predictions
 BEST_THRESHOLD_PREDICTIONS = "predictions_best_threshold.json"
 from training import loop
 from common.settings import setting
-from training.config import WHOLE_POSITIVE, FineTuningConfig, check
+from training.config import WHOLE_POSITIVE, FineTuningConfig, HeadConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            steps_for_epochs, token_count)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadConfig(FineTuningConfig):
+class SquadConfig(FineTuningConfig, HeadConfig):
     """The SQuAD task's settings (the fields of `FineTuningConfig`, and these)."""
     max_seq_length: int = 384  # the original's SQuAD setting
     train_file: Optional[str] = setting(
@@ -131,7 +131,7 @@ class SquadTask(Task):
         return dict(super().input_paths(), train_file=c.train_file, predict_file=c.predict_file)
 
     def build_model(self, bert_config):
-        return BertSpanLabeler(bert_config)
+        return BertSpanLabeler(bert_config, **self.config.head_kwargs())
 
     def train_input(self, global_batch_size, seed):
         c = self.config

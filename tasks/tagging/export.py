@@ -15,6 +15,7 @@ from modeling import BertTokenClassifier
 from serving import saved_model as export
 from tasks import registry
 from text.graph_packing import pack_ids
+from training.config import HeadConfig
 
 
 class TaggingModule(export.ServingModule):
@@ -107,7 +108,7 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggingExportOptions:
+class TaggingExportOptions(HeadConfig):
     """What `export_saved_model.py` needs to rebuild a tagger beyond its checkpoint."""
     labels: Optional[tuple] = setting(
         None, help="The tags, in training order (run_ner.py's label_list.txt).")
@@ -121,7 +122,7 @@ def model_for_export(bert_config, options):
     if not labels:
         raise ValueError("A tagger needs --labels or --labels_file (run_ner.py's "
                          "label_list.txt).")
-    return BertTokenClassifier(bert_config, len(labels))
+    return BertTokenClassifier(bert_config, len(labels), **options.head_kwargs())
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,

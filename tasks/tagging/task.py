@@ -25,7 +25,7 @@ from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging
 from training import loop
 from common.settings import setting
-from training.config import WHOLE_POSITIVE, FineTuningConfig, check
+from training.config import WHOLE_POSITIVE, FineTuningConfig, HeadConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            static_shapes_needed, steps_for_epochs, token_count)
 
@@ -33,7 +33,7 @@ LABEL_LIST = "label_list.txt"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggingConfig(FineTuningConfig):
+class TaggingConfig(FineTuningConfig, HeadConfig):
     """The tagging task's settings (the fields of `FineTuningConfig`, and these)."""
     do_lower_case: bool = False  # NER models are cased
     predict_batch_size: int = 32
@@ -112,7 +112,8 @@ class TaggingTask(Task):
         return dict(super().input_paths(), data_dir=read)
 
     def build_model(self, bert_config):
-        return BertTokenClassifier(bert_config, len(self.label_list))
+        return BertTokenClassifier(bert_config, len(self.label_list),
+                                   **self.config.head_kwargs())
 
     def train_input(self, global_batch_size, seed):
         c = self.config
