@@ -23,7 +23,9 @@ flags.DEFINE_string("input_file", None,
                     "Text file with one example per line; 'text_a ||| text_b' for a pair.")
 flags.DEFINE_string("output_file", None, "JSON-lines file to write, one object per line.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4",
-                    "Comma-separated indexes of the encoder layers to output (-1 = last).")
+                    "Comma-separated indexes of the encoder layers to output: -1 = the last "
+                    "block, 0 = the first block; 'embeddings' = the embedding layer (its "
+                    "\"index\" in the output is \"embeddings\").")
 flags.DEFINE_string("bert_config_file", None,
                     "The bert_config.json (or Hugging Face config.json) of the model.")
 flags.DEFINE_integer("max_seq_length", 128,

@@ -56,20 +56,42 @@ def read_examples(input_file):
     return examples
 
 
+# The name of the embedding layer (the encoder's input: word + position + segment
+# embeddings, normalised) in `--layers`; integers index the Transformer blocks' outputs.
+EMBEDDINGS = "embeddings"
+
+
 def parse_layer_indexes(spec, num_layers):
-    """"-1,-2" -> [-1, -2], each checked against the encoder's depth."""
-    try:
-        indexes = [int(x) for x in spec.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--layers={spec!r}: expected comma-separated integers such as "
-                         f"-1,-2,-3,-4.") from None
+    """"-1,-2" -> [-1, -2], each checked against the encoder's depth; "embeddings" names
+    the embedding layer (0 is the first block's output, -1 the last's)."""
+    indexes = []
+    for item in (x.strip() for x in spec.split(",")):
+        if not item:
+            continue
+        if item == EMBEDDINGS:
+            indexes.append(EMBEDDINGS)
+            continue
+        try:
+            indexes.append(int(item))
+        except ValueError:
+            raise ValueError(f"--layers={spec!r}: expected comma-separated integers such as "
+                             f"-1,-2,-3,-4, or '{EMBEDDINGS}'.") from None
     if not indexes:
         raise ValueError("--layers is empty; give at least one layer index such as -1.")
     for index in indexes:
-        if not -num_layers <= index < num_layers:
+        if index != EMBEDDINGS and not -num_layers <= index < num_layers:
             raise ValueError(f"--layers: index {index} is out of range for a model with "
-                             f"{num_layers} layers (valid: {-num_layers}..{num_layers - 1}).")
+                             f"{num_layers} layers (valid: {-num_layers}..{num_layers - 1}, "
+                             f"or '{EMBEDDINGS}').")
     return indexes
+
+
+class _Activations(list):
+    """The blocks' outputs by index, and the embedding layer as `[EMBEDDINGS]`."""
+    embeddings = None
+
+    def __getitem__(self, index):
+        return self.embeddings if index == EMBEDDINGS else super().__getitem__(index)
 
 
 POOLINGS = ("none", "cls", "mean", "pooled")
@@ -117,7 +139,8 @@ def _batches(encoder, packed_examples, batch_size):
         batch = {name: np.array([getattr(p, name)[:length] for _, p in chunk], np.int32)
                  for name in INPUT_NAMES}
         out = run(batch)
-        layers = [np.asarray(layer, np.float32) for layer in out["encoder_outputs"]]
+        layers = _Activations(np.asarray(layer, np.float32) for layer in out["encoder_outputs"])
+        layers.embeddings = np.asarray(out["embedding_output"], np.float32)
         yield chunk, layers, np.asarray(out["pooled_output"], np.float32), \
             batch["input_mask"]
 
@@ -155,7 +178,7 @@ def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none")
         encoder: a `modeling.BertEncoder`, weights loaded.
         packed_examples: list of (unique_id, `text.packing.PackedInput`).
         layer_indexes: list of int, indexes into the per-layer outputs (-1 = last block;
-            0 = the first block's output, not the embeddings).
+            0 = the first block's output), or `EMBEDDINGS` for the embedding layer.
         batch_size: int.
         pooling: str. "none" (the original's objects), or "cls", "mean" or "pooled" to
             add an "embedding" (see `pool`).

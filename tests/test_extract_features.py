@@ -43,7 +43,7 @@ def _run(tmp_path, input_text, *extra):
 def test_end_to_end_matches_reference(setup):
     tmp_path, config, weights = setup
     result = _run(tmp_path, "The dog barked.\nthe cat sat ||| on the mats\n\n",
-                  "--layers=-1,0")
+                  "--layers=-1,0,embeddings")
     assert result.returncode == 0, result.stderr[-2000:]
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     objs = [json.loads(line) for line in lines]
@@ -57,11 +57,13 @@ def test_end_to_end_matches_reference(setup):
     seg = np.array([[0] * 5 + [1] * 5], np.int32)
     want = ref.encoder_forward(weights, config, ids, np.ones_like(ids), seg)
     feats = objs[1]["features"]
-    assert [layer["index"] for layer in feats[0]["layers"]] == [-1, 0]
+    assert [layer["index"] for layer in feats[0]["layers"]] == [-1, 0, "embeddings"]
     got_last = np.array([f["layers"][0]["values"] for f in feats])
     got_first = np.array([f["layers"][1]["values"] for f in feats])
+    got_embeddings = np.array([f["layers"][2]["values"] for f in feats])
     assert np.max(np.abs(got_last - want["encoder_outputs"][-1][0])) < 2e-5
     assert np.max(np.abs(got_first - want["encoder_outputs"][0][0])) < 2e-5
+    assert np.max(np.abs(got_embeddings - want["embedding_output"][0])) < 2e-5
     assert all(len(str(v).split(".")[-1]) <= 6 for v in feats[0]["layers"][0]["values"])
 
 
@@ -69,6 +71,7 @@ def test_end_to_end_matches_reference(setup):
     ("", None, "input file is empty"),
     (b"ok\n\xff\xfe bad\n", None, "line 2: not UTF-8"),
     ("a b\n", "--layers=-1,5", "out of range"),
+    ("a b\n", "--layers=-1,embedding", "or 'embeddings'"),
     ("a b\n", "--max_seq_length=64", "max_position_embeddings"),
 ])
 def test_bad_input_is_a_clear_error(setup, text, flag, message):
