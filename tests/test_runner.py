@@ -147,10 +147,12 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
 def test_task_names_and_aliases():
     from tasks import registry
     found = registry.load_all()  # every folder of tasks/, found without a list
-    assert set(found) == {"pretraining", "classification", "squad", "tagging"}
+    assert set(found) == {"pretraining", "classification", "squad", "tagging",
+                          "multiple_choice"}
     assert [registry.canonical_name(n) for n in ("classifier", "span", "tagger", "ner",
-                                                 "SQuAD", "classification")] == [
-        "classification", "squad", "tagging", "tagging", "squad", "classification"]
+                                                 "SQuAD", "classification", "SWAG")] == [
+        "classification", "squad", "tagging", "tagging", "squad", "classification",
+        "multiple_choice"]
     assert all(registry.get(name).task_class.name == name for name in found)
     with pytest.raises(ValueError, match="Unknown task 'nope'"):
         registry.canonical_name("nope")
