@@ -318,7 +318,7 @@ def main():
     parser.add_argument("--work_dir", default="/tmp/paper_tables")
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--dupe_factor", type=int, default=3)
-    parser.add_argument("--pretrain_steps", type=int, default=1500)
+    parser.add_argument("--pretrain_steps", type=int, default=1000)
     parser.add_argument("--train_examples", type=int, default=8000)
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--bilstm_units", type=int, default=128,

@@ -288,3 +288,21 @@ def test_feature_based_ner_trains_a_bilstm_on_a_frozen_encoder(ner_toy, tmp_path
 def test_bilstm_head_fine_tunes(ner_toy, tmp_path):
     results = _run_ner(ner_toy, tmp_path / "bilstm", "--head=bilstm")
     assert float(results["f1"]) > 85.0, results
+
+
+def test_bilstm_classifier_exports_as_a_saved_model(tmp_path, tiny_config_dict, tiny_inputs,
+                                                    write_vocab):
+    import tensorflow as tf
+
+    from tasks.classification.export import export_classification
+    vocab = write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+                        [f"w{i}" for i in range(35)])
+    model = modeling.BertClassifier(modeling.BertConfig.from_dict(tiny_config_dict), 2,
+                                    head="bilstm", bilstm_layers=2)
+    export_classification(model, str(tmp_path / "m"), vocab, True, 16, ["0", "1"],
+                          pair=False)
+    served = tf.saved_model.load(str(tmp_path / "m")).signatures["serving_ids"](
+        **{k: tf.constant(v) for k, v in tiny_inputs.items()})
+    logits = np.asarray(model(tiny_inputs, training=False)["logits"], np.float64)
+    expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
