@@ -163,7 +163,8 @@ class Bench:
             "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS,
             "train_batch_size": 32,
             "num_train_steps": self.args.pretrain_steps,
-            "num_warmup_steps": self.args.pretrain_steps // 10, "learning_rate": 1e-3,
+            "num_warmup_steps": self.args.pretrain_steps // 10,
+            "learning_rate": self.args.pretrain_learning_rate,
             "do_train": True, "do_eval": True, "max_eval_steps": 50,
             "save_checkpoints_steps": self.args.pretrain_steps, "eval_batch_size": 32},
             os.path.join(out, "eval_results.txt"))
@@ -319,6 +320,9 @@ def main():
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--pretrain_steps", type=int, default=1000)
+    # 1e-3 collapsed this model's representations (every token's last-layer vector the
+    # same, fine-tuning stuck at the majority class); 1e-4 does not.
+    parser.add_argument("--pretrain_learning_rate", type=float, default=1e-4)
     parser.add_argument("--train_examples", type=int, default=8000)
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--bilstm_units", type=int, default=128,
