@@ -322,17 +322,6 @@ class Bench:
                   f"{ner:.1f} | {feature:.1f} | {paper[0]} / {paper[1]} / {paper[2]} |")
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", required=True)
@@ -349,6 +338,7 @@ def main():
     parser.add_argument("--bilstm_units", type=int, default=128,
                         help="Feature-based BiLSTM units per direction (the paper: 768).")
     args = parser.parse_args()
+    from swag_side_by_side import cpu_model
     bench = Bench(args)
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; {vars(args)}", flush=True)
     for table in args.tables.split(","):

@@ -33,14 +33,15 @@ class EncoderModel(keras.Model):
 
     Each subclass names its heads' weights in the checkpoint formats:
         checkpoint_heads: ((canonical TF1 name, attribute path from the model, rule), ...):
-            read by `modeling.checkpoint_mapping.variable_map`.
+            read by `modeling.checkpoint_mapping.variable_map` (here: `_OUTPUT_NAMES`,
+            and a BiLSTM's names when the model has one; a subclass may set it whole).
         hf_architecture, hf_encoder_prefix, hf_has_pooler, hf_head_names: the Hugging
-            Face class, the prefix of the encoder's weights in it, whether it has the
+            Face class (here: `_HF_ARCHITECTURE`, none with a BiLSTM), the prefix of the encoder's weights in it, whether it has the
             pooler, and {canonical name: Hugging Face name} of the heads' weights (see
             `modeling.huggingface`); `hf_num_labels` for heads with labels.
     """
-    checkpoint_heads = ()
-    hf_architecture = None
+    _OUTPUT_NAMES = ()  # the output layer's checkpoint names; a BiLSTM's are added to them
+    _HF_ARCHITECTURE = None  # the Hugging Face class; none with a BiLSTM
     hf_encoder_prefix = "bert."
     hf_has_pooler = True
     hf_head_names = {}
@@ -105,9 +106,15 @@ class EncoderModel(keras.Model):
         return {"head": self.head, "bilstm_layers": self.bilstm_layers,
                 "bilstm_units": self.bilstm_units, "feature_based": self.feature_based}
 
-    def _bilstm_names(self):
-        """The BiLSTM's checkpoint names (`cls/bilstm/...`), none without one."""
-        return self.bilstm.checkpoint_names("cls/bilstm", "bilstm") if self.bilstm else ()
+    @property
+    def checkpoint_heads(self):
+        """The output layer's names, and the BiLSTM's (`cls/bilstm/...`) when it has one."""
+        bilstm = self.bilstm.checkpoint_names("cls/bilstm", "bilstm") if self.bilstm else ()
+        return self._OUTPUT_NAMES + bilstm
+
+    @property
+    def hf_architecture(self):  # transformers has no BiLSTM head
+        return None if self.bilstm else self._HF_ARCHITECTURE
 
     def _encode(self, inputs, training):
         return self.encoder(inputs, training=training)  # picks its inputs by name
@@ -249,6 +256,7 @@ class BertClassifier(EncoderModel):
         ("output_weights", "classifier.dense.kernel", TRANSPOSE),
         ("output_bias", "classifier.dense.bias", IDENTITY),
     )
+    _HF_ARCHITECTURE = "BertForSequenceClassification"
     hf_head_names = {"output_weights": "classifier.weight", "output_bias": "classifier.bias"}
 
     def __init__(self, encoder, num_classes, *, dropout_rate=0.1, head="linear",
@@ -263,14 +271,6 @@ class BertClassifier(EncoderModel):
             dtype=self.encoder.dtype_policy, name="classifier")
         self.classifier.build((None, width))
         self.built = True  # every weight exists now: checkpoints can load
-
-    @property
-    def checkpoint_heads(self):
-        return self._OUTPUT_NAMES + self._bilstm_names()
-
-    @property
-    def hf_architecture(self):  # transformers has no BiLSTM head
-        return None if self.bilstm else "BertForSequenceClassification"
 
     def call(self, inputs, training=None):
         outputs, sequence = self._sequence_features(inputs, training)
@@ -306,6 +306,7 @@ class BertSpanLabeler(EncoderModel):
         ("cls/squad/output_weights", "span_head.dense.kernel", TRANSPOSE),
         ("cls/squad/output_bias", "span_head.dense.bias", IDENTITY),
     )
+    _HF_ARCHITECTURE = "BertForQuestionAnswering"
     hf_has_pooler = False
     hf_head_names = {"cls/squad/output_weights": "qa_outputs.weight",
                      "cls/squad/output_bias": "qa_outputs.bias"}
@@ -318,14 +319,6 @@ class BertSpanLabeler(EncoderModel):
                                           dtype=self.encoder.dtype_policy, name="span")
         self.span_head.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
-
-    @property
-    def checkpoint_heads(self):
-        return self._OUTPUT_NAMES + self._bilstm_names()
-
-    @property
-    def hf_architecture(self):
-        return None if self.bilstm else "BertForQuestionAnswering"
 
     def call(self, inputs, training=None):
         _, sequence = self._sequence_features(inputs, training)
@@ -357,6 +350,7 @@ class BertTokenClassifier(EncoderModel):
         ("cls/token_classification/output_weights", "tagger.dense.kernel", TRANSPOSE),
         ("cls/token_classification/output_bias", "tagger.dense.bias", IDENTITY),
     )
+    _HF_ARCHITECTURE = "BertForTokenClassification"
     hf_has_pooler = False
     hf_head_names = {"cls/token_classification/output_weights": "classifier.weight",
                      "cls/token_classification/output_bias": "classifier.bias"}
@@ -373,14 +367,6 @@ class BertTokenClassifier(EncoderModel):
             dtype=self.encoder.dtype_policy, name="tagger")
         self.tagger.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
-
-    @property
-    def checkpoint_heads(self):
-        return self._OUTPUT_NAMES + self._bilstm_names()
-
-    @property
-    def hf_architecture(self):
-        return None if self.bilstm else "BertForTokenClassification"
 
     def call(self, inputs, training=None):
         _, sequence = self._sequence_features(inputs, training)
