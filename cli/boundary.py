@@ -36,9 +36,13 @@ import traceback
 from absl import app, flags, logging
 
 from cli import quiet
+from common import onednn
 from common.errors import op_error_text
 
 quiet.quiet_tensorflow_start()  # entry points import this module before TensorFlow
+# oneDNN on where it measured faster (once per machine; the user's TF_ENABLE_ONEDNN_OPTS
+# wins): before TensorFlow is imported, like the quiet start.
+_ONEDNN_DECISION = onednn.decide(log=lambda line: print(line, file=sys.stderr, flush=True))
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOG_FILE = "log.txt"
@@ -85,7 +89,7 @@ def _set_up_logs():
             f.write(text)
 
     append(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv)}\n" +
-           quiet.startup_output())
+           (f"{_ONEDNN_DECISION}\n" if _ONEDNN_DECISION else "") + quiet.startup_output())
     quiet.on_capture(append)  # TensorFlow imported later (inside main): its lines too
     return path
 

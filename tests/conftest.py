@@ -5,6 +5,10 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# The same kernels on every x86 CPU (TensorFlow's default turns oneDNN on for some Intel
+# CPUs only), and no once-per-machine measurement (`common.onednn`) inside the tests'
+# subprocesses: the entry points leave a user's setting alone.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
