@@ -7,7 +7,7 @@ checkpoint with the task's output layer). Signatures: `serving_default` (raw str
 in-graph tokenization) and `serving_ids` (token ids, core ops only); see
 `serving/saved_model.py` and each task's `tasks/*/export.py`. `--task_type=encoder` and
 `--task_type=preprocessor` write the TF Hub-style encoder and preprocessor instead
-(`serving/hub.py`); `--tflite` / `--tflite_quantize` add `model.tflite` /
+(`serving/hub.py`); `model.tflite` (`--notflite`: none) / `--tflite_quantize`
 `model_int8.tflite` of the ids signature beside the SavedModel.
 
     python export_saved_model.py --task_type=classification \
@@ -49,9 +49,9 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained wi
 flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
 flags.DEFINE_integer("max_seq_length", 128, "Inputs are truncated to this length.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
-flags.DEFINE_bool("tflite", False, "Also write model.tflite: the ids signature converted "
+flags.DEFINE_bool("tflite", True, "Also write model.tflite: the ids signature converted "
                   "to TF Lite with builtin ops only (serving_ids; the encoder's "
-                  "serving_default).")
+                  "serving_default), the fast path of serving.load; --notflite skips it.")
 flags.DEFINE_bool("tflite_quantize", False, "Also write model_int8.tflite, dynamic-range "
                   "quantized (int8 weights); implies --tflite.")
 for _entry in TASKS.values():  # each task's own export settings

@@ -14,7 +14,10 @@ The export is written to a temporary folder and renamed: never half-written, and
 existing export is replaced only once the new one is complete.
 """
 
+import inspect
+import json
 import os
+import shutil
 
 import tensorflow as tf
 
@@ -51,9 +54,18 @@ class ServingModule(tf.Module):
         self.model_variables = [v.value if hasattr(v, "value") else v
                                 for v in model.variables]
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+        untracked(self, "vocab_file", vocab_file)
+        untracked(self, "do_lower_case", bool(do_lower_case))
         vocab = load_vocab(vocab_file)
         self.cls_id, self.sep_id, self.unk_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
         self.max_seq_length = max_seq_length
+
+    def serving_config(self):
+        """What `serving.load` needs beside the SavedModel (written as `serving.json`):
+        the tokenizer's settings and, from a task that has one, its fast path (`fast`:
+        the task's post-processing of `model.tflite`'s outputs, see `serving.predictor`)."""
+        return {"model": self.name, "vocab_file": VOCAB_FILE,
+                "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length}
 
     def run_model(self, input_ids, input_mask, segment_ids):
         """The model on validated inputs (see `check_inputs`). With `trim_padding` (for
@@ -110,12 +122,36 @@ def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False
 
 def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False):
     """Writes `module` with `signatures` as a SavedModel, and with `tflite` (a signature
-    name) its TF Lite conversion beside it; the folder appears complete or not at all."""
+    name) its TF Lite conversion beside it; for a `ServingModule`, also `serving.json`
+    and the vocabulary (see `write_serving_config`). The folder appears complete or not
+    at all."""
     with file_io.atomic_path(export_dir) as tmp:
         tf.saved_model.save(module, tmp, signatures=signatures)
         if tflite:
             write_tflite(tmp, tflite, tflite_quantize)
+        if isinstance(module, ServingModule) and "serving_default" in signatures:
+            write_serving_config(module, tmp, signatures["serving_default"],
+                                 TFLITE_FILE if tflite else None)
     return export_dir
+
+
+SERVING_CONFIG_FILE = "serving.json"
+VOCAB_FILE = "vocab.txt"
+
+
+def text_input_names(signature):
+    """The raw-text signature's inputs, in the order of its function's arguments."""
+    return list(inspect.signature(signature.python_function).parameters)
+
+
+def write_serving_config(module, export_dir, text_signature, tflite_file):
+    """`serving.json` (`module.serving_config()`, the raw-text inputs in order, the TF
+    Lite file if any) and a copy of the vocabulary, for `serving.load`."""
+    config = dict(module.serving_config(), text_inputs=text_input_names(text_signature),
+                  tflite=tflite_file)
+    shutil.copyfile(module.vocab_file, os.path.join(export_dir, VOCAB_FILE))
+    with open(os.path.join(export_dir, SERVING_CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=1)
 
 
 TFLITE_FILE = "model.tflite"

@@ -98,20 +98,36 @@ def pack_document(tokenizer, text_a, text_b, max_seq_length, long_document="trun
     """
     if long_document == "truncate":
         return [pack(tokenizer, text_a, text_b, max_seq_length)]
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else []
+    return [_packed(tokenizer, a, b, max_seq_length) for a, b in
+            document_segments(tokens_a, tokens_b, max_seq_length, long_document,
+                              doc_stride)]
+
+
+def document_segments(tokens_a, tokens_b, max_seq_length, long_document="truncate",
+                      doc_stride=None):
+    """The (a, b) parts of two token (or id) lists that `pack_document` packs: one pair,
+    or one per window; the lists are not changed."""
     if long_document not in LONG_DOCUMENT:
         raise ValueError(f"--long_document={long_document!r} is not one of "
                          f"{list(LONG_DOCUMENT)}.")
-    tokens_a = tokenizer.tokenize(text_a)
-    tokens_b = tokenizer.tokenize(text_b) if text_b else []
+    if long_document == "truncate":
+        tokens_a, tokens_b = list(tokens_a), list(tokens_b)
+        if tokens_b:
+            truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+        else:
+            tokens_a = tokens_a[:max_seq_length - 2]
+        return [(tokens_a, tokens_b)]
     budget, kept_b = budget_for_a(len(tokens_b), max_seq_length)
-    tokens_b = tokens_b[:kept_b]
+    tokens_b = list(tokens_b[:kept_b])
     if long_document == "head_tail":
         if len(tokens_a) > budget:
             head, tail = head_tail_lengths(budget)
-            tokens_a = tokens_a[:head] + tokens_a[len(tokens_a) - tail:]
-        return [_packed(tokenizer, tokens_a, tokens_b, max_seq_length)]
+            tokens_a = list(tokens_a[:head]) + list(tokens_a[len(tokens_a) - tail:])
+        return [(list(tokens_a), tokens_b)]
     stride = doc_stride or max(1, budget // 2)
-    return [_packed(tokenizer, tokens_a[start:start + budget], tokens_b, max_seq_length)
+    return [(list(tokens_a[start:start + budget]), tokens_b)
             for start in window_starts(len(tokens_a), budget, stride)]
 
 

@@ -34,6 +34,12 @@ class ClassificationModule(export.ServingModule):
         self.labels = tf.constant(label_list or [""], tf.string)
         self.long_document, self.doc_stride = long_document, doc_stride
 
+    def serving_config(self):
+        return dict(super().serving_config(), fast="classification",
+                    labels=[label.decode("utf-8") for label in self.labels.numpy()],
+                    regression=self.regression, long_document=self.long_document,
+                    doc_stride=self.doc_stride)
+
     def _outputs(self, packed, rows=None, batch=None):
         logits = tf.cast(self.run_model(**packed)["logits"], tf.float32)
         if rows is not None:  # windows: the mean of each row's windows' logits
@@ -61,7 +67,7 @@ class ClassificationModule(export.ServingModule):
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                           label_list, regression=False, pair=True, long_document="truncate",
-                          doc_stride=None, tflite=False, tflite_quantize=False):
+                          doc_stride=None, tflite=True, tflite_quantize=False):
     """Writes the SavedModel; returns `export_dir`.
 
     Args:
@@ -71,7 +77,8 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
         long_document, doc_stride: how the raw-text signature reads a long text_a (see
             `text.packing.pack_document`); as the model was fine-tuned.
         tflite, tflite_quantize: also write `serving_ids` as TF Lite (see
-            `serving.saved_model.write_tflite`).
+            `serving.saved_model.write_tflite`): `model.tflite` by default, the fast
+            path of `serving.load`.
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
                                   label_list, regression, long_document, doc_stride)
