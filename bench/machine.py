@@ -1,0 +1,39 @@
+"""What a benchmark table must say about the machine it ran on: the CPU model, its
+vector ISA, the core count and TensorFlow's oneDNN state (TensorFlow's defaults differ
+by CPU: oneDNN is off on AMD unless turned on)."""
+
+import os
+import platform
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def isa():
+    """The widest vector extensions the CPU has (AVX-512 subsets, AMX, AVX2, FMA)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split(":")[1].split()
+    except (OSError, StopIteration):
+        return "unknown ISA"
+    wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "avx_vnni", "avx2", "fma")
+    have = [f for f in wanted if f in flags]
+    return ", ".join(have) or "no AVX2"
+
+
+def describe(threads=None):
+    """One line for a table's caption; imports TensorFlow (call after deciding oneDNN)."""
+    from common import onednn
+    import tensorflow as tf
+    return (f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores"
+            + (f", {threads} threads" if threads else "")
+            + f"; TensorFlow {tf.__version__}, oneDNN {'on' if onednn.state() else 'off'}"
+            f" ({onednn.ENV}={os.environ.get(onednn.ENV, 'unset')})")
