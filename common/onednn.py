@@ -6,12 +6,13 @@ and by `serving` (the Python serving path); imports no TensorFlow itself.
 TensorFlow's x86 Linux wheels carry oneDNN kernels but turn them on by default only on
 CPUs with some Intel-only features (AVX512_VNNI, AVX512_BF16, AMX); on AMD CPUs they stay
 off, although on the project's AMD EPYC (AVX2) they make a training step 1.8x faster and
-the SavedModel 1.3x. A vendor string does not say which CPUs gain, so `decide()` measures:
-short child processes (two per setting, alternated) run the same BERT-shaped float32 work (matmuls, GELU, softmax,
-layer norm) under TensorFlow's default and with `TF_ENABLE_ONEDNN_OPTS=1`, and oneDNN is
-turned on when it is at least `MIN_GAIN` faster. The answer is cached per CPU model, CPU
-flags and TensorFlow version (`$XDG_CACHE_HOME/bert_tf2/onednn.json`, else
-`~/.cache/...`), so the measurement (four child processes, about 25 s) happens once per machine.
+the SavedModel 1.3x. A vendor string does not say which CPUs gain, so `decide()`
+measures: short child processes (two per setting, alternated) run the same BERT-shaped
+float32 work (matmuls, GELU, softmax, layer norm, forward and backward) under
+TensorFlow's default and with `TF_ENABLE_ONEDNN_OPTS=1`, and oneDNN is turned on when it
+is at least `MIN_GAIN` faster. The answer is cached per CPU model, CPU flags and
+TensorFlow version (`$XDG_CACHE_HOME/bert_tf2/onednn.json`, else `~/.cache/...`), so
+the measurement (about 25 s) happens once per machine.
 
 A user's own `TF_ENABLE_ONEDNN_OPTS` (0 or 1) always wins: nothing is measured then.
 `BERT_TF2_ONEDNN_CACHE` names another cache file. To run TensorFlow Serving or your own
