@@ -14,6 +14,9 @@ is at least `MIN_GAIN` faster. The answer is cached per CPU model, CPU flags and
 TensorFlow version (`$XDG_CACHE_HOME/bert_tf2/onednn.json`, else `~/.cache/...`), so
 the measurement (about 25 s) happens once per machine.
 
+On a busy machine (load average above half the cores) nothing is measured or cached:
+TensorFlow's default stands for that run, and a later start measures.
+
 A user's own `TF_ENABLE_ONEDNN_OPTS` (0 or 1) always wins: nothing is measured then.
 `BERT_TF2_ONEDNN_CACHE` names another cache file. To run TensorFlow Serving or your own
 `tf.saved_model.load` the same way, set `TF_ENABLE_ONEDNN_OPTS=1` in its environment
@@ -33,6 +36,8 @@ ENV = "TF_ENABLE_ONEDNN_OPTS"
 CACHE_ENV = "BERT_TF2_ONEDNN_CACHE"
 # oneDNN is turned on when TensorFlow's default takes at least this much longer.
 MIN_GAIN = 1.1
+# No measurement while the 1-minute load average is above this share of the cores.
+BUSY_LOAD = 0.5
 _DECIDED = "BERT_TF2_ONEDNN_DECIDED"  # set in the environment once a process decided
 
 # The probe: BERT-shaped float32 work (one encoder layer of H=256 on 8 x 128 tokens,
@@ -168,6 +173,15 @@ def measure(measure_fn=probe):
     return tuple(min(times[k]) if times[k] else None for k in (False, True))
 
 
+def _busy():
+    """True when other work keeps most cores busy: timings then say more about the
+    neighbours than about oneDNN (under load both settings measure alike)."""
+    try:
+        return os.getloadavg()[0] > BUSY_LOAD * (os.cpu_count() or 1)
+    except OSError:
+        return False
+
+
 def decide(measure_fn=probe, log=None):
     """Sets `TF_ENABLE_ONEDNN_OPTS=1` in this process's environment when oneDNN is faster
     on this CPU and the user did not set it; must run before TensorFlow is imported.
@@ -184,6 +198,10 @@ def decide(measure_fn=probe, log=None):
     cache = _read_cache(path)
     entry = cache.get(key)
     fresh = not (isinstance(entry, dict) and "onednn" in entry)
+    if fresh and _busy():
+        return ("oneDNN left at TensorFlow default for now: the CPU is busy (load "
+                f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), so a "
+                "measurement would not tell; it runs on a later, quieter start")
     if fresh:
         if log:
             log("Measuring once on this machine whether oneDNN makes TensorFlow faster "

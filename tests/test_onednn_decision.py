@@ -26,6 +26,7 @@ def clean_env(monkeypatch, tmp_path):
     modules = dict(sys.modules)
     modules.pop("tensorflow", None)
     monkeypatch.setattr(onednn.sys, "modules", modules)
+    monkeypatch.setattr(onednn.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # a quiet CPU
     return tmp_path / "onednn.json"
 
 
@@ -93,6 +94,14 @@ def test_corrupt_or_unwritable_cache_means_measuring_again(clean_env, monkeypatc
     assert calls  # measured; nothing could be cached, and nothing failed
 
 
+def test_busy_machine_measures_nothing_and_caches_nothing(clean_env, monkeypatch):
+    """Under load both settings time alike: no decision is taken from that."""
+    monkeypatch.setattr(onednn.os, "getloadavg", lambda: (3.0 * os.cpu_count(), 0.0, 0.0))
+    calls = []
+    assert "CPU is busy" in onednn.decide(timings(30.0, 10.0, calls))
+    assert calls == [] and onednn.ENV not in os.environ and not clean_env.exists()
+
+
 def test_decision_reaches_child_processes_once(clean_env):
     """A process that decided marks its environment: its children (data workers, the
     scripts a bench runs) do not measure again, whatever was decided."""
@@ -121,6 +130,7 @@ def test_entry_point_measures_once_and_logs_it(tmp_path):
         "from common import onednn\n"
         "onednn.probe = lambda on, rounds=4: 10.0 if on else 20.0\n"
         "onednn.decide.__defaults__ = (onednn.probe, None)\n"
+        "onednn._busy = lambda: False\n"
         "import cli\n"
         "def main(argv):\n"
         "    import tensorflow as tf\n"

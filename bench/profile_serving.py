@@ -1,0 +1,123 @@
+"""Profile: where a SavedModel's serving time goes, by TensorFlow op type.
+
+Runs a signature of an export (`bench/serving_speed.py --work_dir=W` leaves one in
+`W/saved_model`) under TensorFlow's profiler and sums the op events of its trace by op
+type: ms per call and share of the op time, beside the matmul FLOPs the call does and
+the float32 matmul peak measured in the same run (the fraction of peak the call reaches).
+
+    python bench/profile_serving.py --export_dir=/tmp/serving/saved_model \
+      [--signature=serving_ids --batch=32 --seq=128]    # full-length ids
+    python bench/profile_serving.py --export_dir=... --signature=serving_default \
+      --shared_dir=../shared/data                       # 32 raw SST-2 sentences
+"""
+
+import argparse
+import collections
+import glob
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from machine import describe  # noqa: E402  (bench/)
+from sst2 import matmul_peak  # noqa: E402
+
+
+def op_times(logdir, calls):
+    """{op type: ms per call} from the profiler's trace in `logdir`."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    path = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1]
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    totals = collections.Counter()
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue  # op events run on the executor's threads
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" in name:  # "node name:OpType"
+                    totals[name.rsplit(":", 1)[1]] += event.duration_ps / 1e9 / calls
+    return totals
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--export_dir", required=True)
+    parser.add_argument("--signature", default="serving_ids")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--shared_dir", help="SST-2 sentences for serving_default")
+    parser.add_argument("--calls", type=int, default=5)
+    args = parser.parse_args()
+    from common import onednn
+    onednn.decide(log=print)
+    from cli import quiet
+    quiet.quiet_tensorflow_start()
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    loaded = tf.saved_model.load(args.export_dir)
+    fn = loaded.signatures[args.signature]
+    if args.signature == "serving_default":
+        with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+                  encoding="utf-8") as f:
+            sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
+        inputs = {"text_a": tf.constant(sentences[:args.batch])}
+    else:
+        ids = np.random.default_rng(0).integers(1000, 30000, (args.batch, args.seq))
+        ids = tf.constant(ids, tf.int32)
+        inputs = {"input_ids": ids, "input_mask": tf.ones_like(ids),
+                  "segment_ids": tf.zeros_like(ids)}
+    for _ in range(3):
+        fn(**inputs)
+    start = time.perf_counter()
+    for _ in range(args.calls):
+        [v.numpy() for v in fn(**inputs).values()]
+    wall = (time.perf_counter() - start) / args.calls * 1e3
+    logdir = tempfile.mkdtemp(prefix="profile_")
+    tf.profiler.experimental.start(logdir)
+    for _ in range(args.calls):
+        [v.numpy() for v in fn(**inputs).values()]
+    tf.profiler.experimental.stop()
+    totals = op_times(logdir, args.calls)
+    total = sum(totals.values())
+    peak = matmul_peak()
+    print(f"\n{describe()}; matmul peak {peak / 1e9:.0f} GFLOP/s")
+    print(f"{args.signature}, batch {args.batch}" +
+          (f" x {args.seq} ids" if args.signature != "serving_default" else " sentences") +
+          f": {wall:.1f} ms per call unprofiled; op time by type (profiled):\n")
+    print("| op type | ms per call | share of op time |")
+    print("|---|---|---|")
+    for op, ms in totals.most_common(12):
+        print(f"| {op} | {ms:.1f} | {100 * ms / total:.1f}% |")
+    if args.signature != "serving_default":  # full-length ids: the matmul FLOPs known
+        flops = encoder_matmul_flops(loaded.model_variables, args.batch, args.seq)
+        matmul_ms = sum(ms for op, ms in totals.items() if "MatMul" in op)
+        print(f"\nMatmul FLOPs per call {flops / 1e9:.1f} G: the whole call runs at "
+              f"{100 * flops / (wall / 1e3) / peak:.0f}% of the matmul peak, its matmul "
+              f"ops at {100 * flops / (matmul_ms / 1e3) / peak:.0f}% (profiled).")
+
+
+def encoder_matmul_flops(variables, batch, seq):
+    """2 x each transformer kernel's size per token, plus attention's scores and
+    context (4 x seq x hidden per token and layer)."""
+    per_token, layers, hidden = 0, 0, 0
+    for v in variables:
+        name = v.name
+        if name.startswith("transformer_layer_") and name.endswith("/kernel:0"):
+            per_token += 2 * int(np.prod(v.shape))
+            if "/query/" in name:
+                layers, hidden = layers + 1, int(v.shape[0])
+    return batch * seq * (per_token + layers * 4 * seq * hidden)
+
+if __name__ == "__main__":
+    main()
