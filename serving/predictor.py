@@ -58,7 +58,7 @@ def _read_config(export_dir):
             return json.load(f)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: unreadable ({exc}); re-export the model "
-                          f"(export_saved_model.py) to rewrite it.") from None
+                         f"(export_saved_model.py) to rewrite it.") from None
 
 
 def _columns(inputs, names):
@@ -88,9 +88,9 @@ def _columns(inputs, names):
     if len(sizes) != 1 or 0 in sizes:
         raise ValueError(f"Every input needs one value per request row; got "
                          f"{ {k: len(v) for k, v in columns.items()} }.")
+    rows = sizes.pop()
     for name in names:  # absent text inputs are empty (text_b "": a single sequence)
-        columns.setdefault(name, [""] * sizes.pop() if sizes else [""])
-        sizes = {len(columns[name])}
+        columns.setdefault(name, [""] * rows)
     return columns
 
 
@@ -102,8 +102,8 @@ class _SavedModelBackend:
         try:
             import tensorflow_text  # noqa: F401  (the raw-text signature's ops)
         except ImportError:
-            raise ValueError(f"{export_dir}: its raw-text signature needs "
-                              f"tensorflow-text (pip install -r requirements.txt).") from None
+            raise ValueError(f"{export_dir}: its raw-text signature needs tensorflow-text "
+                             f"(pip install -r requirements.txt).") from None
         self._tf = tf
         self.loaded = tf.saved_model.load(export_dir)
         if "serving_default" not in self.loaded.signatures:
@@ -219,9 +219,9 @@ class Predictor:
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
-            raise ValueError(f"{export_dir}: not a SavedModel folder (no saved_model.pb);"
-                              f" pass the folder run_*.py --export_dir or "
-                              f"export_saved_model.py wrote.")
+            raise ValueError(f"{export_dir}: not a SavedModel folder (no saved_model.pb); "
+                             f"pass the folder run_*.py --export_dir or "
+                             f"export_saved_model.py wrote.")
         self.export_dir = export_dir
         self.config = _read_config(export_dir)
         self.backend = backend
