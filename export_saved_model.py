@@ -78,7 +78,8 @@ def main(_):
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
     if FLAGS.task_type != "encoder" or FLAGS["max_seq_length"].present:
         config.check_max_seq_length(FLAGS.max_seq_length)  # the encoder takes any length
-    tflite = dict(tflite=FLAGS.tflite or FLAGS.tflite_quantize,
+    # --tflite asked for: required; by default: when the model converts; --notflite: none.
+    tflite = dict(tflite=FLAGS.tflite if FLAGS["tflite"].present else None,
                   tflite_quantize=FLAGS.tflite_quantize)
     if FLAGS.task_type == "encoder":
         from serving.hub import export_encoder

@@ -67,13 +67,14 @@ class EncoderModule(AutoTrackable):
         return flat
 
 
-def export_encoder(encoder, export_dir, tflite=False, tflite_quantize=False):
+def export_encoder(encoder, export_dir, tflite=None, tflite_quantize=False):
     """Writes the TF Hub-style encoder SavedModel; returns `export_dir`.
 
     Args:
         encoder: a `modeling.BertEncoder` (or the encoder of a task model), weights loaded.
         tflite, tflite_quantize: also write `model.tflite` (and `model_int8.tflite`) of
-            `serving_default` (see `serving.saved_model.write_tflite`).
+            `serving_default` (see `serving.saved_model.save_signatures`: by default
+            when the model converts).
     """
     module = EncoderModule(encoder)
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS}
@@ -83,7 +84,7 @@ def export_encoder(encoder, export_dir, tflite=False, tflite_quantize=False):
         tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS])
     module.serving = serving
     return export.save_signatures(module, export_dir, {"serving_default": serving},
-                                  tflite=(tflite or tflite_quantize) and "serving_default",
+                                  tflite="serving_default", tflite_when=tflite,
                                   tflite_quantize=tflite_quantize)
 
 

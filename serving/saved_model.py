@@ -20,6 +20,7 @@ import os
 import shutil
 
 import tensorflow as tf
+from absl import logging
 
 from common import file_io
 from text.graph_tokenizer import GraphTokenizer
@@ -110,25 +111,41 @@ class ServingModule(tf.Module):
 def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False):
     """Writes `module` as a SavedModel with `serving_default` = `text_signature` (a
     `tf.function` with its input signature) and `serving_ids` = `module.from_ids` over
-    the three id inputs; atomically. With `tflite`, also `model.tflite` of `serving_ids`
-    (see `write_tflite`); `tflite_quantize` implies `tflite`. Returns `export_dir`."""
+    the three id inputs; atomically. `tflite`: also `model.tflite` of `serving_ids` (see
+    `write_tflite`): True = required, None = when the model converts (a BiLSTM head does
+    not), False = no; `tflite_quantize` implies True. Returns `export_dir`."""
     serving_ids = tf.function(module.from_ids, input_signature=[IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
     return save_signatures(module, export_dir, {"serving_default": text_signature,
                                                 "serving_ids": serving_ids},
-                           tflite="serving_ids" if tflite or tflite_quantize else None,
+                           tflite="serving_ids", tflite_when=tflite,
                            tflite_quantize=tflite_quantize)
 
 
-def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False):
+def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False,
+                    tflite_when=True):
     """Writes `module` with `signatures` as a SavedModel, and with `tflite` (a signature
-    name) its TF Lite conversion beside it; for a `ServingModule`, also `serving.json`
-    and the vocabulary (see `write_serving_config`). The folder appears complete or not
-    at all."""
+    name) its TF Lite conversion beside it (`tflite_when`: True = required, None = when
+    it converts, else a warning, False = none; `tflite_quantize` implies True); for a
+    `ServingModule`, also `serving.json` and the vocabulary (see
+    `write_serving_config`). The folder appears complete or not at all."""
+    if tflite_quantize:
+        tflite_when = True
+    if tflite_when is False:
+        tflite = None
     with file_io.atomic_path(export_dir) as tmp:
         tf.saved_model.save(module, tmp, signatures=signatures)
         if tflite:
-            write_tflite(tmp, tflite, tflite_quantize)
+            try:
+                write_tflite(tmp, tflite, tflite_quantize)
+            except _CONVERTER_ERRORS as exc:
+                if tflite_when:
+                    raise
+                logging.warning("%s: no %s, the model does not convert to TF Lite builtin "
+                                "ops (%s); serving.load serves it with the SavedModel.",
+                                export_dir, TFLITE_FILE, str(exc).strip().splitlines()[0]
+                                if str(exc).strip() else type(exc).__name__)
+                tflite = None
         if isinstance(module, ServingModule) and "serving_default" in signatures:
             write_serving_config(module, tmp, signatures["serving_default"],
                                  TFLITE_FILE if tflite else None)
@@ -154,6 +171,12 @@ def write_serving_config(module, export_dir, text_signature, tflite_file):
         json.dump(config, f, indent=1)
 
 
+try:  # what the converter raises for an op it cannot lower
+    from tensorflow.lite.python.convert_phase import ConverterError
+    _CONVERTER_ERRORS = (ConverterError,)
+except ImportError:  # another TensorFlow layout
+    _CONVERTER_ERRORS = (Exception,)
+
 TFLITE_FILE = "model.tflite"
 TFLITE_INT8_FILE = "model_int8.tflite"
 
@@ -178,8 +201,9 @@ def write_tflite(saved_model_dir, signature, quantize=False):
 
     for name, optimize in ((TFLITE_FILE, False),) + (((TFLITE_INT8_FILE, True),)
                                                      if quantize else ()):
+        model = convert(optimize)  # first: a failed conversion leaves no empty file
         with open(os.path.join(saved_model_dir, name), "wb") as f:
-            f.write(convert(optimize))
+            f.write(model)
 
 
 def as_batch(text):

@@ -67,7 +67,7 @@ class ClassificationModule(export.ServingModule):
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                           label_list, regression=False, pair=True, long_document="truncate",
-                          doc_stride=None, tflite=True, tflite_quantize=False):
+                          doc_stride=None, tflite=None, tflite_quantize=False):
     """Writes the SavedModel; returns `export_dir`.
 
     Args:
@@ -77,8 +77,8 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
         long_document, doc_stride: how the raw-text signature reads a long text_a (see
             `text.packing.pack_document`); as the model was fine-tuned.
         tflite, tflite_quantize: also write `serving_ids` as TF Lite (see
-            `serving.saved_model.write_tflite`): `model.tflite` by default, the fast
-            path of `serving.load`.
+            `serving.saved_model.save`): by default `model.tflite` when the model
+            converts (a BiLSTM head does not), the fast path of `serving.load`.
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
                                   label_list, regression, long_document, doc_stride)
@@ -123,7 +123,7 @@ def model_for_export(bert_config, options):
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
-                    tflite=False, tflite_quantize=False):
+                    tflite=None, tflite_quantize=False):
     return export_classification(
         model, export_dir, vocab_file, do_lower_case, max_seq_length,
         registry.labels_of(options), options.regression, options.pair,

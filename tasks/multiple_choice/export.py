@@ -70,10 +70,10 @@ class MultipleChoiceModule(export.ServingModule):
 
 
 def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                           tflite=False, tflite_quantize=False):
+                           tflite=None, tflite_quantize=False):
     """Writes the SavedModel of a `BertMultipleChoice` (atomically); returns
     `export_dir`. `tflite`, `tflite_quantize`: also `model.tflite` of `serving_ids` (see
-    `serving.saved_model.write_tflite`)."""
+    `serving.saved_model.save`: by default when the model converts)."""
     module = MultipleChoiceModule(model, vocab_file, do_lower_case, max_seq_length)
     module.serving_text = tf.function(
         module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
@@ -81,8 +81,7 @@ def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq
     return export.save_signatures(
         module, export_dir, {"serving_default": module.serving_text,
                              "serving_ids": module.serving_ids},
-        tflite="serving_ids" if tflite or tflite_quantize else None,
-        tflite_quantize=tflite_quantize)
+        tflite="serving_ids", tflite_when=tflite, tflite_quantize=tflite_quantize)
 
 
 def model_for_export(bert_config, options=None):
@@ -91,7 +90,7 @@ def model_for_export(bert_config, options=None):
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
-                    tflite=False, tflite_quantize=False):
+                    tflite=None, tflite_quantize=False):
     return export_multiple_choice(model, export_dir, vocab_file, do_lower_case,
                                   max_seq_length, tflite=tflite,
                                   tflite_quantize=tflite_quantize)

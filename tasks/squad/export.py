@@ -69,7 +69,7 @@ class SquadModule(export.ServingModule):
 
 
 def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                 max_query_length=64, tflite=False, tflite_quantize=False):
+                 max_query_length=64, tflite=None, tflite_quantize=False):
     """Writes a question-answering SavedModel; returns `export_dir`.
 
     `serving_default` takes `question` and `context` (tf.string [batch]); the question is
@@ -97,7 +97,7 @@ def model_for_export(bert_config, options):
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
-                    tflite=False, tflite_quantize=False):
+                    tflite=None, tflite_quantize=False):
     return export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                         options.max_query_length, tflite=tflite,
                         tflite_quantize=tflite_quantize)

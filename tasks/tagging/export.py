@@ -89,7 +89,7 @@ class TaggingModule(export.ServingModule):
 
 
 def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                   label_list, tflite=False, tflite_quantize=False):
+                   label_list, tflite=None, tflite_quantize=False):
     """Writes a token-tagging SavedModel; returns `export_dir`.
 
     `serving_default` takes `text` (tf.string [batch], one sentence each): words are split
@@ -126,7 +126,7 @@ def model_for_export(bert_config, options):
 
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
-                    tflite=False, tflite_quantize=False):
+                    tflite=None, tflite_quantize=False):
     return export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                           registry.labels_of(options), tflite=tflite,
                           tflite_quantize=tflite_quantize)
