@@ -44,8 +44,9 @@ def op_times(logdir, calls):
                 continue  # op events run on the executor's threads
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name
-                if ":" in name:  # "node name:OpType"
-                    totals[name.rsplit(":", 1)[1]] += event.duration_ps / 1e9 / calls
+                op = name.rsplit(":", 1)[1] if ":" in name else None  # "node:OpType"
+                if op and op != "Process":  # "Process": the executor's span, not an op
+                    totals[op] += event.duration_ps / 1e9 / calls
     return totals
 
 

@@ -44,9 +44,10 @@ from text import packing
 from text.fast_tokenizer import FastTokenizer
 
 BACKENDS = ("auto", "tflite", "saved_model")
-# Up to this many texts per request go to TF Lite under `auto` (bench/serving_speed.py:
-# TF Lite with XNNPACK leads at small batches, the SavedModel with oneDNN at large ones).
-TFLITE_MAX_BATCH = 8
+# Up to this many texts per request go to TF Lite under `auto`. bench/serving_speed.py on
+# an AMD EPYC (AVX2), oneDNN on: TF Lite (XNNPACK) 1.3x the SavedModel at batch 8 and
+# 1.07x at 32 (bench/RESULTS.md); larger requests, unmeasured, go to the SavedModel.
+TFLITE_MAX_BATCH = 32
 
 
 def _read_config(export_dir):
