@@ -226,6 +226,12 @@ def test_run_swag_learns_the_rule_predicts_and_serves(toy, tmp_path):
     ids = served.signatures["serving_ids"](**{k: tf.constant(arrays[k]) for k in (
         "input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(ids["probabilities"].numpy(), probabilities, atol=1e-5)
+    # serving.load: rows of (context, question, choices), in the signature's order.
+    import serving
+    predict = serving.load(str(export_dir))
+    assert predict.text_inputs == ["context", "question", "choices"]
+    loaded = predict([(t["context"], t["question"], t["choices"]) for t in test])
+    np.testing.assert_allclose(loaded["probabilities"], probabilities, atol=1e-5)
 
     # The export script finds the task by its registered name (an alias here).
     again = tmp_path / "again"
