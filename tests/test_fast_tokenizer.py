@@ -6,7 +6,7 @@ import pytest
 
 from tests import text_generator
 from text.fast_tokenizer import FastTokenizer
-from text.tokenization import BasicTokenizer, FullTokenizer
+from text.tokenization import FullTokenizer
 
 pytest.importorskip("tokenizers")
 
@@ -18,11 +18,7 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def vocab_file(corpus, tmp_path_factory):
-    vocab = text_generator.covering_vocab(
-        corpus, [BasicTokenizer(True), BasicTokenizer(False)])
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    return str(path)
+    return text_generator.write_covering_vocab(corpus, tmp_path_factory.mktemp("vocab"))
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])

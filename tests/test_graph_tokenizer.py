@@ -17,11 +17,7 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def vocab_file(corpus, tmp_path_factory):
-    vocab = text_generator.covering_vocab(
-        corpus, [BasicTokenizer(True), BasicTokenizer(False)])
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    return str(path)
+    return text_generator.write_covering_vocab(corpus, tmp_path_factory.mktemp("vocab"))
 
 
 def _differences(corpus, python_tok, graph_tok, batch=500):

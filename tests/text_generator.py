@@ -3,6 +3,7 @@ CJK, Korean, Japanese, Cyrillic, Greek, Arabic, Thai, Devanagari, emoji, control
 characters, every kind of whitespace, punctuation and symbols, combining marks, random
 code points, very long words and empty strings."""
 
+import os
 import random
 
 _RANGES = {
@@ -96,3 +97,14 @@ def covering_vocab(texts, basic_tokenizers, rng_seed=0, drop_share=0.03):
             seen.add(t)
             unique.append(t)
     return unique
+
+
+def write_covering_vocab(texts, folder, do_lower_case=(True, False)):
+    """`covering_vocab` of `texts` for the given casings, written to `folder/vocab.txt`;
+    returns its path."""
+    from text.tokenization import BasicTokenizer
+    vocab = covering_vocab(texts, [BasicTokenizer(case) for case in do_lower_case])
+    path = os.path.join(str(folder), "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+    return path
