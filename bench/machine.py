@@ -29,6 +29,16 @@ def isa():
     return ", ".join(have) or "no AVX2"
 
 
+def set_onednn(mode):
+    """`auto` decides as the entry points do (`common.onednn`: measured once, cached);
+    `on` / `off` force it. Call before TensorFlow is imported."""
+    from common import onednn
+    if mode == "auto":
+        onednn.decide(log=print)
+    else:
+        os.environ[onednn.ENV] = "1" if mode == "on" else "0"
+
+
 def describe(threads=None):
     """One line for a table's caption; imports TensorFlow (call after deciding oneDNN)."""
     from common import onednn

@@ -28,7 +28,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from sst2 import matmul_peak  # noqa: E402  (bench/, the script's own folder)
+from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
+from sst2 import matmul_peak  # noqa: E402
 
 CONFIGS = {
     # name: (layers, hidden, heads, intermediate, batch, steps per measure)
@@ -173,7 +174,9 @@ def main():
     parser.add_argument("--configs", default="small,base")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--peers", default="ours,ours_xla,keras_hub,hf")
+    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     args = parser.parse_args()
+    set_onednn(args.onednn)
     peak = matmul_peak()
     print(f"float32 matmul peak (2048^3, TensorFlow): {peak / 1e9:.1f} GFLOP/s")
     rows = []
@@ -201,6 +204,7 @@ def main():
             step = statistics.median(values)
             rows.append((name, batch_size, peer, batch_size / step,
                          (ours / step) if ours else float("nan"), flops / step / peak))
+    print(f"\n{describe()}; float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
     print("\n| config | batch | implementation | sequences/s | speed vs ours | MFU |")
     print("|---|---|---|---|---|---|")
     for name, batch, peer, sps, ratio, mfu in rows:

@@ -40,21 +40,12 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from machine import describe  # noqa: E402  (bench/, the script's own folder)
+from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
 from sst2 import matmul_peak  # noqa: E402
 
 
 def percentile(values, q):
     return float(np.percentile(np.asarray(values), q))
-
-
-def set_onednn(mode):
-    """Before TensorFlow is imported."""
-    from common import onednn
-    if mode == "auto":
-        onednn.decide(log=print)
-    else:
-        os.environ[onednn.ENV] = "1" if mode == "on" else "0"
 
 
 def build_models(args, work):

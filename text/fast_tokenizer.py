@@ -83,7 +83,9 @@ class FastTokenizer:
         if self.rust is None:
             return [self._python_ids(t) for t in texts]
         safe = [self._rust_safe(t) for t in texts]
-        fast = self.rust.encode_batch([t for t, ok in zip(texts, safe) if ok],
-                                      add_special_tokens=False) if any(safe) else []
+        # encode_batch_fast: no character offsets (unused here), ~20% faster.
+        encode = getattr(self.rust, "encode_batch_fast", self.rust.encode_batch)
+        fast = encode([t for t, ok in zip(texts, safe) if ok],
+                      add_special_tokens=False) if any(safe) else []
         fast = iter(fast)
         return [next(fast).ids if ok else self._python_ids(t) for t, ok in zip(texts, safe)]
