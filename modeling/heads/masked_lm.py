@@ -73,8 +73,13 @@ class MaskedLMHead(keras.layers.Layer):
         x = gather_positions(sequence_output, masked_lm_positions)
         x = self.transform_layer_norm(self.transform(x))
         table = ops.cast(embedding_table, x.dtype)
-        logits = ops.einsum("bph,vh->bpv", x, table)
-        return logits + ops.cast(self.output_bias, logits.dtype)
+        # One [B*P, H] x [H, V] MatMul (the transpose folds into it). An einsum over
+        # [B, P, H] becomes a broadcast BatchMatMul whose table gradient tiles the
+        # table per sequence and sums it back: 1.4x the head's time in a training step.
+        shape = ops.shape(x)
+        logits = ops.matmul(ops.reshape(x, (-1, self.hidden_size)), ops.transpose(table))
+        logits = logits + ops.cast(self.output_bias, logits.dtype)
+        return ops.reshape(logits, (shape[0], shape[1], self.vocab_size))
 
     def get_config(self):
         config = super().get_config()

@@ -1,0 +1,67 @@
+"""Profile: where a pre-training step's time goes, by TensorFlow op type, ours beside
+KerasHub (the peer of `bench/pretraining_speed.py`, same model, same batch).
+
+Runs each implementation's training loop under TensorFlow's profiler and prints, per op
+type, ms per step for each, sorted by the largest difference, with the wall time per
+step and the total op time (the sum over both cores' executor threads).
+
+    pip install keras-hub==0.23.0
+    python bench/profile_pretraining.py [--config=small] [--steps=5]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from machine import describe, set_onednn  # noqa: E402  (bench/)
+from pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch  # noqa: E402
+from profile_serving import op_times  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="small", choices=sorted(CONFIGS))
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args()
+    set_onednn(args.onednn)
+    import tensorflow as tf
+    layers, hidden, heads, inter, batch_size, _ = CONFIGS[args.config]
+    cfg = (layers, hidden, heads, inter)
+    batch = synthetic_batch(batch_size)
+    runners = {"ours": Ours(cfg, batch, jit=False), "keras_hub": KerasHub(cfg, batch)}
+    wall, ops = {}, {}
+    for name, runner in runners.items():
+        runner.run(1)
+        runner.run(1)
+        start = time.perf_counter()
+        runner.run(args.steps)
+        wall[name] = (time.perf_counter() - start) / args.steps * 1e3
+        logdir = tempfile.mkdtemp(prefix=f"profile_{name}_")
+        tf.profiler.experimental.start(logdir)
+        runner.run(args.steps)
+        tf.profiler.experimental.stop()
+        ops[name] = op_times(logdir, args.steps)
+    print(f"\n{describe()}")
+    print(f"\n{args.config}, batch {batch_size}: wall ms per step "
+          + ", ".join(f"{n} {w:.0f}" for n, w in wall.items())
+          + "; op ms per step " + ", ".join(f"{n} {sum(o.values()):.0f}"
+                                            for n, o in ops.items()))
+    print("\n| op type | ours (ms/step) | KerasHub (ms/step) | difference |")
+    print("|---|---|---|---|")
+    names = set(ops["ours"]) | set(ops["keras_hub"])
+    rows = sorted(names, key=lambda n: -abs(ops["ours"][n] - ops["keras_hub"][n]))
+    for n in rows[:args.top]:
+        print(f"| {n} | {ops['ours'][n]:.1f} | {ops['keras_hub'][n]:.1f} | "
+              f"{ops['ours'][n] - ops['keras_hub'][n]:+.1f} |")
+
+
+if __name__ == "__main__":
+    main()
