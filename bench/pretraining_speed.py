@@ -172,7 +172,7 @@ class HuggingFace:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--configs", default="small,base")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--peers", default="ours,ours_xla,keras_hub,hf")
     parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     args = parser.parse_args()
@@ -193,8 +193,12 @@ def main():
             runner.run(1)  # trace / warm up
             runner.run(1)
         times = {peer: [] for peer in runners}
-        for _ in range(args.rounds):
-            for peer, runner in runners.items():
+        order = list(runners)
+        for r in range(args.rounds):
+            # Each round starts with the next peer, so no peer always follows the same
+            # one (and pays for the threads it leaves busy).
+            for peer in order[r % len(order):] + order[:r % len(order)]:
+                runner = runners[peer]
                 start = time.perf_counter()
                 runner.run(steps)
                 times[peer].append((time.perf_counter() - start) / steps)
