@@ -196,7 +196,7 @@ def main():
         order = list(runners)
         for r in range(args.rounds):
             # Each round starts with the next peer, so no peer always follows the same
-            # one (and pays for the threads it leaves busy).
+            # one (the ratios moved with the fixed order).
             for peer in order[r % len(order):] + order[:r % len(order)]:
                 runner = runners[peer]
                 start = time.perf_counter()
