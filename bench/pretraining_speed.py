@@ -12,7 +12,7 @@ on the same synthetic batch, side by side in one process, in alternating rounds:
 and the model FLOPs utilisation (MFU) against this machine's measured float32 matmul peak.
 Prints a Markdown table of sequences/s, ratios to ours and MFU.
 
-    pip install keras-hub==0.23.0   # plus requirements-test.txt for torch/transformers
+    pip install -r bench/requirements.txt   # KerasHub; requirements-test.txt: torch
     python bench/pretraining_speed.py [--configs=small,base] [--rounds=2]
 """
 

@@ -5,7 +5,7 @@ Runs each implementation's training loop under TensorFlow's profiler and prints,
 type, ms per step for each, sorted by the largest difference, with the wall time per
 step and the total op time (the sum over both cores' executor threads).
 
-    pip install keras-hub==0.23.0
+    pip install -r bench/requirements.txt   # KerasHub
     python bench/profile_pretraining.py [--config=small] [--steps=5]
 """
 

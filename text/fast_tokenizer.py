@@ -84,8 +84,7 @@ class FastTokenizer:
             return [self._python_ids(t) for t in texts]
         safe = [self._rust_safe(t) for t in texts]
         # encode_batch_fast: no character offsets (unused here), ~20% faster.
-        encode = getattr(self.rust, "encode_batch_fast", self.rust.encode_batch)
-        fast = encode([t for t, ok in zip(texts, safe) if ok],
-                      add_special_tokens=False) if any(safe) else []
+        fast = self.rust.encode_batch_fast([t for t, ok in zip(texts, safe) if ok],
+                                           add_special_tokens=False) if any(safe) else []
         fast = iter(fast)
         return [next(fast).ids if ok else self._python_ids(t) for t, ok in zip(texts, safe)]

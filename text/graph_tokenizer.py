@@ -11,6 +11,9 @@ is NFKC case folding, so "ﬁ" -> "fi" and "ß" -> "ss"; it keeps control charac
   clean (regex) -> [lower (ICU full mapping, as Python's str.lower) -> NFD -> drop Mn]
   -> space out punctuation and CJK characters (regex) -> split on whitespace -> words over
   200 characters become "[UNK]" -> tensorflow-text WordPiece (greedy longest match, "##").
+`tokenize` takes a shorter road for rows that are pure ASCII (most English lines): drop
+controls -> lower -> tensorflow-text's FastWordpiece splitting the words itself, whose
+whitespace and punctuation rules are BasicTokenizer's on ASCII.
 
 The original spaces out CJK characters before lower-casing; doing it with the punctuation,
 in one pass, gives the same words: lower-casing and NFD map CJK characters to CJK
@@ -347,7 +350,7 @@ class GraphTokenizer(tf.Module):
         ascii_ids = self._ascii_wordpiece.tokenize(ascii_texts)
         other_words = self._basic_tokenize(tf.gather(texts, other_rows), None, valid_utf8)
         other_ids = self._words_to_ids(other_words).merge_dims(1, 2)
-        ids = tf.concat([tf.cast(ascii_ids, tf.int64), tf.cast(other_ids, tf.int64)], 0)
+        ids = tf.concat([ascii_ids, other_ids], 0)  # both int64 (token_out_type)
         order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], 0))
         return tf.gather(ids, order)
 
