@@ -13,7 +13,8 @@ their own level: then nothing is captured.
 import importlib.util
 import os
 import sys
-import tempfile
+
+from common.stderr import CapturedStderr
 
 _startup_output = []  # what TensorFlow wrote while it was imported
 _listeners = []  # called with what a later capture caught (e.g. to append it to a log)
@@ -29,27 +30,15 @@ def on_capture(listener):
     _listeners.append(listener)
 
 
-class _Captured:
-    """Points file descriptor 2 (C++ and Python stderr) at a temporary file for the
-    duration of the block; what was written is kept in `_startup_output`."""
-
-    def __enter__(self):
-        sys.stderr.flush()
-        self._buffer = tempfile.TemporaryFile()
-        self._saved = os.dup(2)
-        os.dup2(self._buffer.fileno(), 2)
-        return self
+class _Captured(CapturedStderr):
+    """File descriptor 2 caught for the duration of the block; what was written is kept
+    in `_startup_output` and passed to the listeners."""
 
     def __exit__(self, *exc):
-        sys.stderr.flush()
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        self._buffer.seek(0)
-        text = self._buffer.read().decode("utf-8", "replace")
-        self._buffer.close()
-        _startup_output.append(text)
+        super().__exit__(*exc)
+        _startup_output.append(self.text)
         for listener in _listeners:
-            listener(text)
+            listener(self.text)
         return False
 
 

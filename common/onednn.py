@@ -182,11 +182,13 @@ def _busy():
         return False
 
 
-def decide(measure_fn=probe, log=None):
+def decide(measure_fn=probe, log=None, measure_now=True):
     """Sets `TF_ENABLE_ONEDNN_OPTS=1` in this process's environment when oneDNN is faster
     on this CPU and the user did not set it; must run before TensorFlow is imported.
     Returns a one-line account of the decision (None when the user's setting stood or
-    nothing applies), also passed to `log` when the measurement ran now."""
+    nothing applies), also passed to `log` when the measurement ran now. With
+    `measure_now=False` only a cached answer is used (a server does not stop for a
+    measurement): without one, TensorFlow's default stands."""
     if ENV in os.environ or os.environ.get(_DECIDED):
         return None  # the user's choice, or decided already (a parent process)
     if "tensorflow" in sys.modules:
@@ -198,6 +200,8 @@ def decide(measure_fn=probe, log=None):
     cache = _read_cache(path)
     entry = cache.get(key)
     fresh = not (isinstance(entry, dict) and "onednn" in entry)
+    if fresh and not measure_now:
+        return None
     if fresh and _busy():
         return ("oneDNN left at TensorFlow default for now: the CPU is busy (load "
                 f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), so a "

@@ -2,19 +2,42 @@
 
 Pipeline position: the model every stage uses (text -> TFRecords -> pre-training ->
 fine-tuning -> SavedModel). See README.md for how the pieces fit.
+
+The names below are imported when first used (`modeling.BertConfig` imports
+`modeling.config` then), so that a light module of this package (`modeling.inputs`, the
+model's input contract) is read without Keras and TensorFlow, as a serving process needs.
 """
 
-from modeling.checkpoint import (CheckpointError, CheckpointReadError, LoadReport,
-                                 load_checkpoint, save_google_checkpoint, save_tf2_checkpoint)
-from modeling.config import BertConfig, BertConfigError
-from modeling.encoder import BertEncoder
-from modeling.huggingface import save_huggingface
-from modeling.models import (BertClassifier, BertPretrainer, BertSpanLabeler,
-                             BertTokenClassifier, EncoderModel)
+import importlib
 
-__all__ = [
-    "BertConfig", "BertConfigError", "BertEncoder", "BertPretrainer", "BertClassifier",
-    "BertSpanLabeler", "BertTokenClassifier", "load_checkpoint", "save_google_checkpoint",
-    "save_tf2_checkpoint", "save_huggingface", "CheckpointError", "CheckpointReadError",
-    "LoadReport", "EncoderModel",
-]
+_HOMES = {
+    "modeling.checkpoint": ("CheckpointError", "CheckpointReadError", "LoadReport",
+                            "load_checkpoint", "save_google_checkpoint",
+                            "save_tf2_checkpoint"),
+    "modeling.config": ("BertConfig", "BertConfigError"),
+    "modeling.encoder": ("BertEncoder",),
+    "modeling.huggingface": ("save_huggingface",),
+    "modeling.models": ("BertClassifier", "BertPretrainer", "BertSpanLabeler",
+                        "BertTokenClassifier", "EncoderModel"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name):
+    module = _HOME_OF.get(name)
+    if module is None:  # a submodule used as an attribute (`modeling.heads`)
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -23,10 +23,12 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
+from serving.export_files import (SERVING_CONFIG_FILE, TFLITE_FILE, TFLITE_INT8_FILE,
+                                   VOCAB_FILE)
 from text.graph_tokenizer import GraphTokenizer
 from modeling.inputs import INPUT_NAMES
 from text.tokenization import load_vocab
-from training import task
+from modeling import padding
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 # Requests whose padding is trimmed are cut to a multiple of this (see `run_model`).
@@ -47,6 +49,8 @@ class ServingModule(tf.Module):
     layers are not all tracked by tf.Module), the in-graph tokenizer and special ids.
     Subclasses define `from_ids(input_ids, input_mask, segment_ids)` and `from_text`."""
 
+    task = None  # the registry name of the task, for `serving.json`
+
     def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length,
                  trim_padding=False):
         super().__init__(name=name)
@@ -63,22 +67,23 @@ class ServingModule(tf.Module):
 
     def serving_config(self):
         """What `serving.load` needs beside the SavedModel (written as `serving.json`):
-        the tokenizer's settings and, from a task that has one, its fast path (`fast`:
-        the task's post-processing of `model.tflite`'s outputs, see `serving.predictor`)."""
-        return {"model": self.name, "vocab_file": VOCAB_FILE,
+        the tokenizer's settings, and the task (`fast`: its registry name, whose fast
+        path answers from raw text around `serving_ids`, see `serving.predictor`) with
+        what its fast path needs; subclasses add theirs."""
+        return {"model": self.name, "fast": self.task, "vocab_file": VOCAB_FILE,
                 "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length}
 
     def run_model(self, input_ids, input_mask, segment_ids):
         """The model on validated inputs (see `check_inputs`). With `trim_padding` (for
         outputs per sequence, not per position), only over the columns some sequence of
         the request uses, rounded up to `SERVING_PAD_MULTIPLE`: the same answers (see
-        `training.task.trim_padding`), and a request of short sentences is not padded to
-        `max_seq_length`."""
+        `modeling.padding.trim_padding`), and a request of short sentences is not padded
+        to `max_seq_length`."""
         with tf.control_dependencies(self.check_inputs(input_ids, input_mask, segment_ids)):
             inputs = {name: tf.identity(t) for name, t in
                       zip(INPUT_NAMES, (input_ids, input_mask, segment_ids))}
         if self.trim_padding:
-            inputs = task.trim_padding(inputs, SERVING_PAD_MULTIPLE)
+            inputs = padding.trim_padding(inputs, SERVING_PAD_MULTIPLE)
         return self.model(inputs, training=False)
 
     def check_inputs(self, input_ids, input_mask, segment_ids):
@@ -148,12 +153,11 @@ def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize
                 tflite = None
         if isinstance(module, ServingModule) and "serving_default" in signatures:
             write_serving_config(module, tmp, signatures["serving_default"],
-                                 TFLITE_FILE if tflite else None)
+                                 TFLITE_FILE if tflite else None,
+                                 TFLITE_INT8_FILE if tflite and tflite_quantize else None)
     return export_dir
 
 
-SERVING_CONFIG_FILE = "serving.json"
-VOCAB_FILE = "vocab.txt"
 
 
 def text_input_names(signature):
@@ -161,11 +165,12 @@ def text_input_names(signature):
     return list(inspect.signature(signature.python_function).parameters)
 
 
-def write_serving_config(module, export_dir, text_signature, tflite_file):
+def write_serving_config(module, export_dir, text_signature, tflite_file,
+                         tflite_int8_file=None):
     """`serving.json` (`module.serving_config()`, the raw-text inputs in order, the TF
-    Lite file if any) and a copy of the vocabulary, for `serving.load`."""
+    Lite files if any) and a copy of the vocabulary, for `serving.load`."""
     config = dict(module.serving_config(), text_inputs=text_input_names(text_signature),
-                  tflite=tflite_file)
+                  tflite=tflite_file, tflite_int8=tflite_int8_file)
     shutil.copyfile(module.vocab_file, os.path.join(export_dir, VOCAB_FILE))
     with open(os.path.join(export_dir, SERVING_CONFIG_FILE), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
@@ -177,8 +182,6 @@ try:  # what the converter raises for an op it cannot lower
 except ImportError:  # another TensorFlow layout
     _CONVERTER_ERRORS = (Exception,)
 
-TFLITE_FILE = "model.tflite"
-TFLITE_INT8_FILE = "model_int8.tflite"
 
 
 def write_tflite(saved_model_dir, signature, quantize=False):
@@ -215,12 +218,16 @@ def as_batch(text):
         return tf.reshape(text, [-1])
 
 
-def split_words(tokenizer, text, unk_id):
+def split_words(tokenizer, text, unk_id=None):
     """Raw strings -> words split at whitespace and punctuation as the BERT tokenizer
     splits them (ragged [batch, (words)]), their byte offsets into the input (int32), and
-    each word's WordPiece ids (ragged [n_words, (pieces)], at least one: [UNK])."""
+    each word's WordPiece ids (ragged [n_words, (pieces)]). A word that tokenizes to
+    nothing (accents or control characters alone) has no pieces, as in the original's
+    SQuAD features; with `unk_id`, it has one, [UNK] (a tagger labels every word)."""
     words, begin, end = tokenizer.split_words_with_offsets(text)
     pieces = tokenizer.tokenize(words.flat_values)
+    if unk_id is None:
+        return words, begin, end, pieces
     empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
     unk = tf.RaggedTensor.from_row_lengths(
         tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, tf.int64)), empty)

@@ -9,14 +9,46 @@ define each task's export flags from its `ExportEntry.options`), and the entry p
 here.
 """
 
-import dataclasses
 import importlib
 import pkgutil
-from typing import Callable, Optional
 
 
-@dataclasses.dataclass(frozen=True)
-class ExportEntry:
+def resolve(reference):
+    """An object, or the object a "module:attribute" string names (imported now)."""
+    if not isinstance(reference, str):
+        return reference
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def lazy_names(package, homes):
+    """A package's module `__getattr__` (PEP 562) that imports each of its public names
+    from its home module when first used: `homes` is {module: (name, ...)}."""
+    home_of = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name):
+        if name not in home_of:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(home_of[name]), name)
+
+    return __getattr__
+
+
+class _Entry:
+    """Fields given as objects or as "module:attribute" strings, imported when read: a
+    task declares itself without importing its TensorFlow code, so a process that only
+    serves (`serving.load`, no TensorFlow) can look tasks up too."""
+
+    _LAZY = ()
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        if name in object.__getattribute__(self, "_LAZY"):
+            return resolve(value)
+        return value
+
+
+class ExportEntry(_Entry):
     """How a task's model is rebuilt from a checkpoint and exported outside of training.
 
     Attributes:
@@ -30,13 +62,14 @@ class ExportEntry:
             tflite, tflite_quantize) -> export_dir`, the SavedModel; None when the task
             has none (its model still goes to Hugging Face).
     """
-    options: Optional[type]
-    build_model: Callable
-    save: Optional[Callable] = None
+
+    _LAZY = ("options", "build_model", "save")
+
+    def __init__(self, options, build_model, save=None):
+        self.options, self.build_model, self.save = options, build_model, save
 
 
-@dataclasses.dataclass(frozen=True)
-class TaskEntry:
+class TaskEntry(_Entry):
     """One task.
 
     Attributes:
@@ -45,12 +78,18 @@ class TaskEntry:
         config_class: its config (a `training.config.TaskConfig` subclass).
         aliases: names older command lines used.
         export: an `ExportEntry`, or None.
+        fast_path: the class that serves its exports from raw text without TensorFlow
+            (NumPy packing and answers around `model.tflite`; see `serving.predictor`),
+            or None. Its module imports neither TensorFlow nor Keras.
     """
-    name: str
-    task_class: type
-    config_class: type
-    aliases: tuple = ()
-    export: Optional[ExportEntry] = None
+
+    _LAZY = ("task_class", "config_class", "fast_path")
+
+    def __init__(self, name, task_class, config_class, aliases=(), export=None,
+                 fast_path=None):
+        self.name, self.aliases, self.export = name, tuple(aliases), export
+        self.task_class, self.config_class = task_class, config_class
+        self.fast_path = fast_path
 
 
 _ENTRIES = {}

@@ -9,7 +9,7 @@ import tensorflow as tf
 from conftest import TINY_CONFIG
 from modeling import BertClassifier, BertConfig
 from tasks.classification import features
-from training.task import trim_padding
+from modeling.padding import trim_padding
 
 MAX_LEN = 32
 

@@ -174,3 +174,20 @@ def test_pure_ascii_rows_split_by_wordpiece_match_python(tmp_path, do_lower_case
         want = [python_tok.convert_tokens_to_ids(python_tok.tokenize(t)) for t in texts]
         got = graph_tok.tokenize(tf.constant(texts, dtype=tf.string)).to_list()
         assert got == want, [(t, w, g) for t, w, g in zip(texts, want, got) if w != g][:3]
+
+
+def test_python_word_split_is_the_graphs(corpus, vocab_file):
+    """`split_words_with_offsets` in Python (serving.load's tagging and SQuAD fast paths)
+    and in the graph (their SavedModels): the same words at the same places, on the
+    agreement corpus and on texts with NUL (which tensorflow-text's split would end at)."""
+    from text.tokenization import split_words_with_offsets
+    texts = [t for t in corpus if isinstance(t, str)]
+    texts += ["ab\x00cd efg", "\x00", "x\x00 \x00y", "a\x01b\u200bc d\u3000e"]
+    words, begin, end = GraphTokenizer(vocab_file).split_words_with_offsets(
+        tf.constant(texts))
+    for text, row_words, row_begin, row_end in zip(texts, words.to_list(),
+                                                   begin.to_list(), end.to_list()):
+        got = split_words_with_offsets(text)
+        assert [w.encode("utf-8") for w, _, _ in got] == row_words, repr(text)
+        assert [len(text[:b].encode("utf-8")) for _, b, _ in got] == row_begin
+        assert [len(text[:e].encode("utf-8")) for _, _, e in got] == row_end

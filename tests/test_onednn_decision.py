@@ -129,7 +129,7 @@ def test_entry_point_measures_once_and_logs_it(tmp_path):
         "import sys\n"
         "from common import onednn\n"
         "onednn.probe = lambda on, rounds=4: 10.0 if on else 20.0\n"
-        "onednn.decide.__defaults__ = (onednn.probe, None)\n"
+        "onednn.decide.__defaults__ = (onednn.probe, None, True)\n"
         "onednn._busy = lambda: False\n"
         "import cli\n"
         "def main(argv):\n"

@@ -13,6 +13,7 @@ import pytest
 import modeling
 import serving
 from serving.predictor import _columns
+from tests.serving_checks import assert_same, text_signature
 from tasks.classification.export import export_classification
 from tests import text_generator
 from tests.conftest import TINY_CONFIG
@@ -73,19 +74,11 @@ def loaded(export_dir, backend):
 
 
 def both(export_dir, inputs):
-    return loaded(export_dir, "tflite")(inputs), loaded(export_dir, "saved_model")(inputs)
-
-
-def assert_same(fast, saved):
-    assert set(fast) == set(saved)
-    for key in saved:
-        if saved[key].dtype == object:
-            assert list(fast[key]) == list(saved[key]), key
-        elif saved[key].dtype.kind == "f":
-            np.testing.assert_allclose(fast[key], saved[key], atol=1e-5, err_msg=key)
-        else:
-            np.testing.assert_array_equal(fast[key], saved[key], err_msg=key)
-        assert fast[key].shape == saved[key].shape and fast[key].dtype == saved[key].dtype
+    """The fast path on TF Lite, and the raw-text signature; the fast path on the
+    SavedModel's ids signature is checked against the second on the way."""
+    saved = text_signature(export_dir)(inputs)
+    assert_same(loaded(export_dir, "saved_model")(inputs), saved)
+    return loaded(export_dir, "tflite")(inputs), saved
 
 
 def test_single_texts_answer_as_the_saved_model(exports, texts):
@@ -102,8 +95,7 @@ def test_pairs_answer_as_the_saved_model(exports, texts):
     assert_same(*both(exports["pair"], pairs))
     # A dict of columns, and a plain list (text_b empty: single sequences).
     columns = {"text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs]}
-    assert_same(loaded(exports["pair"], "auto")(columns),
-                loaded(exports["pair"], "saved_model")(pairs))
+    assert_same(loaded(exports["pair"], "auto")(columns), text_signature(exports["pair"])(pairs))
     assert_same(*both(exports["pair"], texts[:5]))
 
 
@@ -118,8 +110,9 @@ def test_long_texts_in_windows_and_regression(exports, texts):
 def test_auto_picks_tflite_for_small_requests(exports):
     predict = serving.load(exports["single"], tflite_max_batch=4)
     assert predict.backend_for(1) == "tflite" and predict.backend_for(5) == "saved_model"
+    assert not predict._ids_model.loaded
     assert_same(predict(ENGLISH[:5]), predict(ENGLISH[:3] + ENGLISH[3:5]))
-    assert predict._saved is not None  # the 5-row request loaded the SavedModel
+    assert predict._ids_model.loaded  # the 5-row request loaded the SavedModel
     # A request of one string.
     assert predict(ENGLISH[0])["probabilities"].shape == (1, 3)
 
@@ -135,7 +128,9 @@ def test_saved_model_alone_without_a_fast_path(exports, tmp_path):
     with pytest.raises(ValueError, match="no TF Lite fast path"):
         serving.load(str(folder), backend="tflite")
     os.remove(folder / "serving.json")  # an export from before serving.json: still served
-    assert serving.load(str(folder)).text_inputs == ["text_a"]
+    old = serving.load(str(folder))  # by its raw-text signature
+    assert old.text_inputs == ["text_a"] and old.fast_path is None
+    assert_same(old(ENGLISH), loaded(exports["single"], "tflite")(ENGLISH))
 
 
 def test_clear_errors(exports, tmp_path):
@@ -159,3 +154,81 @@ def test_request_forms():
     assert _columns({"text_a": ["x"]}, names) == {"text_a": ["x"], "text_b": [""]}
     with pytest.raises(ValueError, match="one value per request row"):
         _columns({"text_a": ["x", "y"], "text_b": ["z"]}, names)
+
+
+def _requests(texts, count, seed):
+    """Requests of 1-8 texts of varied lengths (so, varied shapes)."""
+    rng = np.random.default_rng(seed)
+    return [[texts[i] for i in rng.choice(len(texts), rng.integers(1, 9))]
+            for _ in range(count)]
+
+
+def _shared_by_threads(predict, requests, threads):
+    """Each request answered by `predict` from `threads` threads at once; returns the
+    answers in request order and any exceptions."""
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(predict, request) for request in requests]
+        answers, errors = [], []
+        for future in futures:
+            try:
+                answers.append(future.result())
+            except Exception as err:  # noqa: BLE001  (counted, then failed on)
+                answers.append(None)
+                errors.append(err)
+    return answers, errors
+
+
+@pytest.mark.parametrize("backend", ["tflite", "saved_model"])
+def test_threads_sharing_one_predictor_get_their_own_answers(exports, texts, backend):
+    """8 threads share one predictor; every answer equals the same request made alone:
+    no exception, no other request's probabilities."""
+    predict = serving.load(exports["windows"], backend=backend)
+    requests = _requests(texts, 160, seed=5)
+    alone = [predict(request) for request in requests]
+    answers, errors = _shared_by_threads(predict, requests, threads=8)
+    assert not errors, errors[:3]
+    for got, want in zip(answers, alone):
+        assert list(got["label"]) == list(want["label"])
+        np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-5)
+
+
+def test_a_few_thousand_calls_from_threads(exports, texts):
+    predict = serving.load(exports["pair"], backend="tflite", max_interpreters=3)
+    requests = [[(a, b)] for a, b in zip(texts * 30, reversed(texts * 30))][:2400]
+    singles = {}
+    for request in requests:
+        singles.setdefault(request[0], None)
+    alone = {pair: predict([pair])["probabilities"] for pair in singles}
+    answers, errors = _shared_by_threads(predict, requests, threads=8)
+    assert not errors, errors[:3]
+    for request, got in zip(requests, answers):
+        np.testing.assert_allclose(got["probabilities"][0], alone[request[0]][0], atol=1e-5)
+    assert predict._lite.pool.made <= 3
+
+
+def test_interpreter_pool_lends_each_item_to_one_caller_at_a_time():
+    import threading
+    import time
+
+    from serving.runners import InterpreterPool
+    made, holders, overlap = [], {}, []
+    lock = threading.Lock()
+    pool = InterpreterPool(lambda: made.append(object()) or made[-1], size=2)
+
+    def work():
+        for _ in range(50):
+            with pool.checkout() as item:
+                with lock:
+                    overlap.append(holders.get(id(item)))
+                    holders[id(item)] = threading.get_ident()
+                time.sleep(0.0005)
+                with lock:
+                    del holders[id(item)]
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 2 and all(holder is None for holder in overlap)

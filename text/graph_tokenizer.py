@@ -328,8 +328,16 @@ class GraphTokenizer(tf.Module):
             offsets into the input (ragged int32, end exclusive).
         """
         c = self._classes
-        words, begin, end = tf_text.regex_split_with_offsets(
-            texts, "|".join([c["split"], c["split_off"]]), c["split_off"])
+        texts = tf.convert_to_tensor(texts, tf.string)
+        # tensorflow-text's regex split ends a string at its first NUL (the rest of the
+        # text would be lost); U+0001 splits nothing either (both are deleted by the
+        # tokenizer's cleaning), so split that, and cut the words from the input itself.
+        _, begin, end = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(texts, "\\x00", "\x01"),
+            "|".join([c["split"], c["split_off"]]), c["split_off"])
+        texts_of_words = tf.gather(texts, begin.value_rowids())
+        words = begin.with_flat_values(tf.strings.substr(
+            texts_of_words, begin.flat_values, end.flat_values - begin.flat_values))
         return words, tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
 
     def tokenize(self, texts, valid_utf8=False):

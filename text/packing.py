@@ -13,6 +13,8 @@ input_mask:    1    1   1    1    1     1     1   1    1  1  1  1  1   1   (0 on
 
 import dataclasses
 
+import numpy as np
+
 
 @dataclasses.dataclass
 class PackedInput:
@@ -131,15 +133,50 @@ def document_segments(tokens_a, tokens_b, max_seq_length, long_document="truncat
             for start in window_starts(len(tokens_a), budget, stride)]
 
 
+def _layout(a, b, cls, sep):
+    """`[CLS] a [SEP] b [SEP]` (b and its [SEP] only when b has items) and its segments."""
+    items = [cls] + list(a) + [sep]
+    segments = [0] * len(items)
+    if b:
+        items += list(b) + [sep]
+        segments += [1] * (len(b) + 1)
+    return items, segments
+
+
 def _packed(tokenizer, tokens_a, tokens_b, max_seq_length):
     """`[CLS] a [SEP] b [SEP]` of token lists that fit, padded to `max_seq_length`."""
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
+    tokens, segment_ids = _layout(tokens_a, tokens_b, "[CLS]", "[SEP]")
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     padding = [0] * (max_seq_length - len(input_ids))
     return PackedInput(tokens=tokens, input_ids=input_ids + padding,
                        input_mask=[1] * len(input_ids) + padding,
                        segment_ids=segment_ids + padding)
+
+
+def padded_length(longest, multiple, max_seq_length):
+    """`longest` positions rounded up to a multiple of `multiple`, at most
+    `max_seq_length`: a batch padded to its own longest sequence, in a few shapes."""
+    return min(max_seq_length, -(-longest // multiple) * multiple)
+
+
+def pack_id_pairs(pairs, cls_id, sep_id, length):
+    """(a, b) id lists that fit -> the model's inputs, `[CLS] a [SEP] b [SEP]` padded to
+    `length` (at least the longest).
+
+    Example: pairs [([7, 8], [9]), ([5], [])], cls 2, sep 3, length 6 ->
+        input_ids [[2, 7, 8, 3, 9, 3], [2, 5, 3, 0, 0, 0]],
+        input_mask [[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]],
+        segment_ids [[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0]].
+
+    Returns:
+        dict of int32 arrays [len(pairs), length]: input_ids, input_mask, segment_ids.
+    """
+    input_ids = np.zeros((len(pairs), length), np.int32)
+    input_mask = np.zeros_like(input_ids)
+    segment_ids = np.zeros_like(input_ids)
+    for row, (a, b) in enumerate(pairs):
+        ids, segments = _layout(a, b, cls_id, sep_id)
+        input_ids[row, :len(ids)] = ids
+        input_mask[row, :len(ids)] = 1
+        segment_ids[row, :len(ids)] = segments
+    return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}

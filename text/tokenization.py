@@ -18,7 +18,10 @@ The steps, in the original's order (see README "Tokenization"):
 import collections
 import unicodedata
 
-from absl import logging
+try:
+    from absl import logging
+except ImportError:  # a serving-only install (requirements-serving.txt): no absl
+    import logging
 
 UNK_TOKEN = "[UNK]"
 MAX_INPUT_CHARS_PER_WORD = 200
@@ -146,6 +149,43 @@ def is_punctuation(char):
 
 def is_cjk(cp):
     return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+def _splits_words(char):
+    """A character a word ends at, dropped: whitespace, and what `str.split` splits at,
+    unless cleaning deletes it (then it is part of the word, as in the in-graph split)."""
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    if ord(char) in (0, 0xFFFD) or _is_control(char):
+        return False
+    return unicodedata.category(char) == "Zs" or char.isspace()
+
+
+def split_words_with_offsets(text):
+    """The words `BasicTokenizer` sees before WordPiece, with where they are in `text`:
+    split at whitespace, punctuation and CJK characters being words of their own; no
+    cleaning or lower-casing (each word is a slice of `text`). The Python twin of
+    `text.graph_tokenizer.GraphTokenizer.split_words_with_offsets`, in characters.
+
+    Example: "Hi, Ulm!" -> [("Hi", 0, 2), (",", 2, 3), ("Ulm", 4, 7), ("!", 7, 8)].
+
+    Returns:
+        list of (word, begin, end): character offsets, end exclusive.
+    """
+    words, start = [], None
+    for i, char in enumerate(text):
+        alone = is_punctuation(char) or is_cjk(ord(char))
+        if alone or _splits_words(char):
+            if start is not None:
+                words.append((text[start:i], start, i))
+                start = None
+            if alone:
+                words.append((char, i, i + 1))
+        elif start is None:
+            start = i
+    if start is not None:
+        words.append((text[start:], start, len(text)))
+    return words
 
 
 class BasicTokenizer:

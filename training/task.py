@@ -23,10 +23,10 @@ The runner calls, in this order:
 import dataclasses
 from typing import Callable, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from modeling.inputs import INPUT_NAMES
+from modeling.padding import trim_padding
 
 
 @dataclasses.dataclass
@@ -137,40 +137,10 @@ def model_inputs(batch):
     return {name: batch[name] for name in INPUT_NAMES}
 
 
-# Padded lengths are rounded up to a multiple of this, so that a compiled step (and
-# oneDNN's kernels for a shape) is reused across batches instead of made per length.
-PAD_MULTIPLE = 16
-
-
 def static_shapes_needed():
     """True where every step must have one shape (TPUs: XLA compiles each shape);
     elsewhere batches are padded to their own longest sequence (`trim_padding`)."""
     return bool(tf.config.list_logical_devices("TPU"))
-
-
-def trim_padding(batch, multiple=PAD_MULTIPLE):
-    """A batch of padded features without the padding columns every sequence has: the
-    per-position features ([batch, seq_length] like `input_mask`) cut after the last
-    position any sequence uses, rounded up to `multiple` (never past seq_length).
-
-    The model's outputs at the real positions do not change: a padded key's attention
-    score gets -10000 added, and exp(-10000) is exactly 0 in float32, so padding columns
-    contribute nothing (up to float rounding of a different matmul shape). What goes is
-    the compute spent on them: SST-2 sentences average about 25 pieces of a 128 window.
-    """
-    mask = batch["input_mask"]
-    width = tf.shape(mask)[1]
-    used = tf.reduce_any(tf.not_equal(mask, 0), axis=0)  # [seq_length]
-    last = tf.reduce_max(tf.where(used, tf.range(1, width + 1), 0))
-    length = tf.minimum(width, tf.maximum(1, (last + multiple - 1) // multiple) * multiple)
-    return {name: value[:, :length] if _per_position(name, value, mask) else value
-            for name, value in batch.items()}
-
-
-def _per_position(name, value, mask):
-    """The encoder's inputs, and any other [batch, seq_length] feature (as token labels)."""
-    return name in INPUT_NAMES or (value.shape.rank == 2 and value.shape[1] is not None
-                                   and value.shape[1] == mask.shape[1])
 
 
 def token_count(batch):
@@ -208,11 +178,3 @@ def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False):
 def array_batches(arrays, batch_size):
     """A finite dataset of the model inputs of feature arrays, in order (prediction)."""
     return tf.data.Dataset.from_tensor_slices(model_inputs(arrays)).batch(batch_size)
-
-
-def softmax(logits, axis=-1):
-    """NumPy softmax in float64 (for reported probabilities)."""
-    logits = np.asarray(logits, np.float64)
-    logits = logits - logits.max(axis=axis, keepdims=True)
-    exps = np.exp(logits)
-    return exps / exps.sum(axis=axis, keepdims=True)

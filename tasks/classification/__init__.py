@@ -8,14 +8,16 @@
 """
 
 from tasks import registry
-from tasks.classification import export
-from tasks.classification.task import ClassificationConfig, ClassificationTask
 
+_TASK, _EXPORT = "tasks.classification.task", "tasks.classification.export"
 registry.register(registry.TaskEntry(
-    name="classification", aliases=("classifier",), task_class=ClassificationTask,
-    config_class=ClassificationConfig,
-    export=registry.ExportEntry(options=export.ClassificationExportOptions,
-                                build_model=export.model_for_export,
-                                save=export.save_for_export)))
+    name="classification", aliases=("classifier",),
+    task_class=f"{_TASK}:ClassificationTask",
+    config_class=f"{_TASK}:ClassificationConfig",
+    export=registry.ExportEntry(options=f"{_EXPORT}:ClassificationExportOptions",
+                                build_model=f"{_EXPORT}:model_for_export",
+                                save=f"{_EXPORT}:save_for_export"),
+    fast_path="tasks.classification.fast_path:ClassificationFastPath"))
 
 __all__ = ["ClassificationConfig", "ClassificationTask"]
+__getattr__ = registry.lazy_names(__name__, {_TASK: __all__})

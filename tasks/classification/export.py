@@ -6,8 +6,9 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
   * `serving_default`: `text_a` (and `text_b` for sentence-pair tasks; an empty string
     there gives a single sequence), tf.string [batch] -> in-graph WordPiece and packing
     (long texts read as the model was trained: truncated, head and tail, or every window
-    with the windows' logits averaged) -> `probabilities` [batch, num_labels],
-    `label_id` and `label` (the task's label strings); for regression `score`.
+    with the windows' logits averaged) -> `probabilities` and `logits` [batch,
+    num_labels], `label_id` and `label` (the task's label strings); for regression
+    `score`.
   * `serving_ids`: the three id inputs; the same outputs.
 """
 
@@ -26,6 +27,8 @@ from training.config import HeadConfig
 
 
 class ClassificationModule(export.ServingModule):
+    task = "classification"
+
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
                  regression, long_document="truncate", doc_stride=None):
         super().__init__("bert_classifier", model, vocab_file, do_lower_case,
@@ -35,7 +38,7 @@ class ClassificationModule(export.ServingModule):
         self.long_document, self.doc_stride = long_document, doc_stride
 
     def serving_config(self):
-        return dict(super().serving_config(), fast="classification",
+        return dict(super().serving_config(),
                     labels=[label.decode("utf-8") for label in self.labels.numpy()],
                     regression=self.regression, long_document=self.long_document,
                     doc_stride=self.doc_stride)
@@ -48,7 +51,7 @@ class ClassificationModule(export.ServingModule):
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, -1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, -1), "label_id": label_id,
-                "label": tf.gather(self.labels, label_id)}
+                "label": tf.gather(self.labels, label_id), "logits": logits}
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         return self._outputs({"input_ids": input_ids, "input_mask": input_mask,

@@ -19,7 +19,7 @@ from absl import logging
 from common import file_io
 from text import packing
 from common.progress import Progress
-from training.task import trim_padding
+from modeling.padding import trim_padding
 from modeling.inputs import INPUT_NAMES
 
 TOKENIZERS = ("python", "graph")
@@ -147,7 +147,7 @@ def classifier_dataset(path, batch_size, max_seq_length, regression, is_training
 
     Args:
         pad_to_longest: bool. Each batch's inputs are cut to its longest sequence
-            (rounded up to `training.task.PAD_MULTIPLE`; see `trim_padding`) instead of
+            (rounded up to `modeling.padding.PAD_MULTIPLE`; see `trim_padding`) instead of
             `max_seq_length`: the same outputs for less compute.
         bucket_by_length: bool. Training: batches of sequences of similar length
             (Hugging Face's `group_by_length`), drawn from the shuffled stream in groups

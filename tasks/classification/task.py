@@ -24,10 +24,11 @@ from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
+from common.scores import mean_over_windows, softmax
 from common.settings import setting
 from training.config import FineTuningConfig, HeadConfig, check
-from training.task import Task, TrainInput, model_inputs, softmax, \
-    static_shapes_needed, steps_for_epochs, token_count
+from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
+    steps_for_epochs, token_count
 
 # GLUE's submission file name of each task (written with the test predictions).
 GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",
@@ -194,12 +195,10 @@ class ClassificationTask(Task):
                                               pad_to_longest=not static_shapes_needed())
         out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"])
         index = out["example_index"]
-        count = np.bincount(index)
-        logits = np.zeros((len(count),) + out["logits"].shape[1:], np.float64)
-        np.add.at(logits, index, out["logits"])
-        labels = np.zeros(len(count), out["label_ids"].dtype)
+        examples = int(index.max()) + 1
+        labels = np.zeros(examples, out["label_ids"].dtype)
         labels[index] = out["label_ids"]
-        return self.outputs(logits / count[:, None]), labels
+        return self.outputs(mean_over_windows(out["logits"], index, examples)), labels
 
     def evaluate(self, model, strategy=None):
         """The task's official metrics on each dev set (MNLI: `mismatched_` prefixed for

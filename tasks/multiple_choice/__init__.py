@@ -8,14 +8,16 @@
 """
 
 from tasks import registry
-from tasks.multiple_choice import export
-from tasks.multiple_choice.model import BertMultipleChoice
-from tasks.multiple_choice.task import MultipleChoiceConfig, MultipleChoiceTask
 
+_TASK, _EXPORT = "tasks.multiple_choice.task", "tasks.multiple_choice.export"
 registry.register(registry.TaskEntry(
     name="multiple_choice", aliases=("swag", "multiple-choice"),
-    task_class=MultipleChoiceTask, config_class=MultipleChoiceConfig,
-    export=registry.ExportEntry(options=None, build_model=export.model_for_export,
-                                save=export.save_for_export)))
+    task_class=f"{_TASK}:MultipleChoiceTask", config_class=f"{_TASK}:MultipleChoiceConfig",
+    export=registry.ExportEntry(options=None, build_model=f"{_EXPORT}:model_for_export",
+                                save=f"{_EXPORT}:save_for_export"),
+    fast_path="tasks.multiple_choice.fast_path:MultipleChoiceFastPath"))
 
 __all__ = ["BertMultipleChoice", "MultipleChoiceConfig", "MultipleChoiceTask"]
+__getattr__ = registry.lazy_names(__name__, {
+    "tasks.multiple_choice.model": ["BertMultipleChoice"],
+    _TASK: ["MultipleChoiceConfig", "MultipleChoiceTask"]})

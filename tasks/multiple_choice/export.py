@@ -20,23 +20,25 @@ from modeling.inputs import INPUT_NAMES
 from serving import saved_model as export
 from tasks.multiple_choice.model import BertMultipleChoice
 from text.graph_packing import pack_ids
-from training import task
+from modeling.padding import trim_padding
 
 CHOICE_IDS_SPEC = tf.TensorSpec([None, None, None], tf.int32)
 CHOICES_SPEC = tf.TensorSpec([None, None], tf.string)
 
 
 class MultipleChoiceModule(export.ServingModule):
+    task = "multiple_choice"
+
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length):
         super().__init__("bert_multiple_choice", model, vocab_file, do_lower_case,
                          max_seq_length)
 
     def _outputs(self, flat, batch, num_choices):
         """The model on packed sequences [batch * num_choices, seq_length], cut to the
-        request's longest sequence (the same answers, see `training.task.trim_padding`)."""
+        request's longest sequence (the same answers, see `modeling.padding.trim_padding`)."""
         with tf.control_dependencies(self.check_inputs(*(flat[n] for n in INPUT_NAMES))):
             flat = {name: tf.identity(flat[name]) for name in INPUT_NAMES}
-        flat = task.trim_padding(flat, export.SERVING_PAD_MULTIPLE)
+        flat = trim_padding(flat, export.SERVING_PAD_MULTIPLE)
         inputs = {name: tf.reshape(value, [batch, num_choices, -1])
                   for name, value in flat.items()}
         scores = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)

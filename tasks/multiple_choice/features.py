@@ -15,7 +15,8 @@ import tensorflow as tf
 from common.progress import Progress
 from modeling.inputs import INPUT_NAMES
 from text.packing import pack
-from training.task import array_dataset_fn, trim_padding
+from modeling.padding import trim_padding
+from training.task import array_dataset_fn
 
 
 def convert_examples(examples, tokenizer, max_seq_length):
@@ -42,7 +43,7 @@ def convert_examples(examples, tokenizer, max_seq_length):
 
 def trim_choice_padding(batch):
     """A batch [batch, choices, seq_length] cut after the last position any of its
-    sequences uses (`training.task.trim_padding` over the choices as one batch)."""
+    sequences uses (`modeling.padding.trim_padding` over the choices as one batch)."""
     shape = tf.shape(batch["input_ids"])
     flat = trim_padding({name: tf.reshape(batch[name], [-1, shape[2]])
                          for name in INPUT_NAMES})

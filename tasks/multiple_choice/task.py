@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.scores import softmax
 from common.settings import setting
 from tasks.multiple_choice import data, features
 from tasks.multiple_choice.export import export_multiple_choice
@@ -23,7 +24,7 @@ from tasks.multiple_choice.model import BertMultipleChoice
 from text.tokenization import FullTokenizer
 from training import loop
 from training.config import FineTuningConfig, check
-from training.task import Task, TrainInput, model_inputs, softmax, static_shapes_needed, \
+from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
     steps_for_epochs, token_count
 
 

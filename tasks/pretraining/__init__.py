@@ -6,16 +6,16 @@ TFRecords.
 """
 
 from tasks import registry
-from tasks.pretraining.task import (PretrainingConfig, PretrainingExportOptions,
-                                    PretrainingTask, pretraining_model)
 
+_TASK = "tasks.pretraining.task"
 # No SavedModel of its own (training writes a Google checkpoint and a TF Hub-style
 # encoder); its model goes to Hugging Face as BertForPreTraining (BertForMaskedLM,
 # BertLMHeadModel for the other objectives).
 registry.register(registry.TaskEntry(
-    name="pretraining", task_class=PretrainingTask, config_class=PretrainingConfig,
-    export=registry.ExportEntry(options=PretrainingExportOptions,
-                                build_model=lambda bert_config, options:
-                                pretraining_model(bert_config, options.objective))))
+    name="pretraining", task_class=f"{_TASK}:PretrainingTask",
+    config_class=f"{_TASK}:PretrainingConfig",
+    export=registry.ExportEntry(options=f"{_TASK}:PretrainingExportOptions",
+                                build_model=f"{_TASK}:model_for_export")))
 
 __all__ = ["PretrainingConfig", "PretrainingTask"]
+__getattr__ = registry.lazy_names(__name__, {_TASK: __all__})

@@ -89,6 +89,11 @@ def pretraining_model(bert_config, objective):
     return BertPretrainer(bert_config, next_sentence=objective == "mlm_nsp")
 
 
+def model_for_export(bert_config, options):
+    """The pre-training model of the export options' objective, weights not loaded."""
+    return pretraining_model(bert_config, options.objective)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PretrainingExportOptions:
     """What the export scripts need to rebuild a pre-training model: its heads."""

@@ -8,13 +8,15 @@
 """
 
 from tasks import registry
-from tasks.squad import export
-from tasks.squad.task import SquadConfig, SquadTask
 
+_TASK, _EXPORT = "tasks.squad.task", "tasks.squad.export"
 registry.register(registry.TaskEntry(
-    name="squad", aliases=("span",), task_class=SquadTask, config_class=SquadConfig,
-    export=registry.ExportEntry(options=export.SquadExportOptions,
-                                build_model=export.model_for_export,
-                                save=export.save_for_export)))
+    name="squad", aliases=("span",), task_class=f"{_TASK}:SquadTask",
+    config_class=f"{_TASK}:SquadConfig",
+    export=registry.ExportEntry(options=f"{_EXPORT}:SquadExportOptions",
+                                build_model=f"{_EXPORT}:model_for_export",
+                                save=f"{_EXPORT}:save_for_export"),
+    fast_path="tasks.squad.fast_path:SquadFastPath"))
 
 __all__ = ["SquadConfig", "SquadTask"]
+__getattr__ = registry.lazy_names(__name__, {_TASK: __all__})

@@ -13,17 +13,44 @@ import tensorflow as tf
 from common.settings import setting
 from modeling import BertSpanLabeler
 from serving import saved_model as export
+from serving.saved_model import untracked
 from text.graph_packing import keep_first, pack_ids
 from training.config import HeadConfig
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadReading:
+    """How questions and passages are read and answered: the task's settings, and its
+    exports' (`serving.load` answers as `run_squad.py` predicts)."""
+    doc_stride: int = setting(128, recorded=True,
+                              help="Pieces between the starts of document windows.")
+    max_query_length: int = setting(64, recorded=True, help="Question pieces kept.")
+    n_best_size: int = setting(20, help="Candidates kept per question.")
+    max_answer_length: int = setting(30, help="Longest answer, in pieces.")
+    version_2_with_negative: bool = setting(
+        False, recorded=True, help="SQuAD 2.0: questions may have no answer.")
+    null_score_diff_threshold: float = setting(
+        0.0, help="v2.0: predict no answer when null score - best score exceeds this.")
+
+    def reading(self):
+        """These settings as a dict (for `export_squad` and `serving.json`)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(SquadReading)}
 
 
 class SquadModule(export.ServingModule):
     """Question + context in, start/end logits and token offsets out."""
 
-    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length):
+    task = "squad"
+
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length,
+                 reading=None):
         super().__init__("bert_span_labeler", model, vocab_file, do_lower_case,
                          max_seq_length)
         self.max_query_length = max_query_length
+        untracked(self, "reading", dict(reading or {}, max_query_length=max_query_length))
+
+    def serving_config(self):
+        return dict(super().serving_config(), **self.reading)
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         out = self.run_model(input_ids, input_mask, segment_ids)
@@ -34,7 +61,7 @@ class SquadModule(export.ServingModule):
         question, context = export.as_batch(question), export.as_batch(context)
         query = self.tokenizer.tokenize(question)
         query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
-        words, begin, end, pieces = export.split_words(self.tokenizer, context, self.unk_id)
+        words, begin, end, pieces = export.split_words(self.tokenizer, context)
         per_row = words.with_flat_values(pieces.row_lengths())
         row_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
                                                       tf.reduce_sum(per_row, axis=1))
@@ -69,7 +96,7 @@ class SquadModule(export.ServingModule):
 
 
 def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                 max_query_length=64, tflite=None, tflite_quantize=False):
+                 max_query_length=64, tflite=None, tflite_quantize=False, **reading):
     """Writes a question-answering SavedModel; returns `export_dir`.
 
     `serving_default` takes `question` and `context` (tf.string [batch]); the question is
@@ -78,18 +105,21 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     `token_start`/`token_end`: for each position, the character span in `context` of the
     word that piece belongs to (-1 outside the context), so the answer of the best valid
     (start, end) pair is `context[token_start[start]:token_end[end]]`. `serving_ids` takes
-    token ids (core ops only) and returns the logits.
+    token ids (core ops only) and returns the logits. `reading`: the other fields of
+    `SquadReading` (doc_stride, n_best_size, ...), for `serving.load`'s answers (its
+    defaults where not given).
     """
-    module = SquadModule(model, vocab_file, do_lower_case, max_seq_length, max_query_length)
+    reading = dict(SquadReading().reading(), **reading)
+    module = SquadModule(model, vocab_file, do_lower_case, max_seq_length, max_query_length,
+                         reading)
     return export.save(module, export_dir, tf.function(
         module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC]),
         tflite, tflite_quantize)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadExportOptions(HeadConfig):
+class SquadExportOptions(HeadConfig, SquadReading):
     """What `export_saved_model.py` needs to export a question-answering model."""
-    max_query_length: int = setting(64, help="Question answering: question pieces kept.")
 
 
 def model_for_export(bert_config, options):
@@ -98,6 +128,7 @@ def model_for_export(bert_config, options):
 
 def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_seq_length,
                     tflite=None, tflite_quantize=False):
+    reading = options.reading()
     return export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                        options.max_query_length, tflite=tflite,
-                        tflite_quantize=tflite_quantize)
+                        reading.pop("max_query_length"), tflite=tflite,
+                        tflite_quantize=tflite_quantize, **reading)

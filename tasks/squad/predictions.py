@@ -6,8 +6,8 @@ predictions.json, nbest_predictions.json, null_odds.json -> `tasks.squad.metrics
 
 import collections
 
+from common.scores import softmax
 from text.tokenization import BasicTokenizer
-from training.task import softmax
 
 
 def get_final_text(pred_text, orig_text, do_lower_case):

@@ -23,7 +23,7 @@ from absl import logging
 from text.tokenization import FullTokenizer
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
-from tasks.squad.export import export_squad
+from tasks.squad.export import SquadReading, export_squad
 from tasks.squad.predictions import at_threshold as predictions_at_threshold
 from tasks.squad.predictions import compute_predictions
 
@@ -37,22 +37,14 @@ from training.task import (Task, TrainInput, array_batches, array_dataset_fn, mo
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadConfig(FineTuningConfig, HeadConfig):
-    """The SQuAD task's settings (the fields of `FineTuningConfig`, and these)."""
+class SquadConfig(FineTuningConfig, HeadConfig, SquadReading):
+    """The SQuAD task's settings (the fields of `FineTuningConfig`, of `SquadReading`,
+    and these)."""
     max_seq_length: int = 384  # the original's SQuAD setting
     train_file: Optional[str] = setting(
         None, recorded=True, help="SQuAD JSON for training (train-v1.1.json).")
     predict_file: Optional[str] = setting(
         None, help="SQuAD JSON to predict (dev-v1.1.json).")
-    doc_stride: int = setting(128, recorded=True,
-                              help="Pieces between the starts of document windows.")
-    max_query_length: int = setting(64, recorded=True, help="Question pieces kept.")
-    n_best_size: int = setting(20, help="Candidates kept per question.")
-    max_answer_length: int = setting(30, help="Longest answer, in pieces.")
-    version_2_with_negative: bool = setting(
-        False, recorded=True, help="SQuAD 2.0: questions may have no answer.")
-    null_score_diff_threshold: float = setting(
-        0.0, help="v2.0: predict no answer when null score - best score exceeds this.")
     train_on_first_answer: bool = setting(
         False, recorded=True, help="Train on the first answer of questions that have "
         "several (e.g. a dev file, as Hugging Face does); by default training takes "
@@ -225,6 +217,7 @@ class SquadTask(Task):
 
     def export(self, model, export_dir):
         c = self.config
+        reading = c.reading()
         export_squad(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
-                     c.max_query_length)
+                     reading.pop("max_query_length"), **reading)
         logging.info("Exported a SavedModel to %s.", export_dir)

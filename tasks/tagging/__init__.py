@@ -8,14 +8,15 @@
 """
 
 from tasks import registry
-from tasks.tagging import export
-from tasks.tagging.task import TaggingConfig, TaggingTask
 
+_TASK, _EXPORT = "tasks.tagging.task", "tasks.tagging.export"
 registry.register(registry.TaskEntry(
-    name="tagging", aliases=("tagger", "ner"), task_class=TaggingTask,
-    config_class=TaggingConfig,
-    export=registry.ExportEntry(options=export.TaggingExportOptions,
-                                build_model=export.model_for_export,
-                                save=export.save_for_export)))
+    name="tagging", aliases=("tagger", "ner"), task_class=f"{_TASK}:TaggingTask",
+    config_class=f"{_TASK}:TaggingConfig",
+    export=registry.ExportEntry(options=f"{_EXPORT}:TaggingExportOptions",
+                                build_model=f"{_EXPORT}:model_for_export",
+                                save=f"{_EXPORT}:save_for_export"),
+    fast_path="tasks.tagging.fast_path:TaggingFastPath"))
 
 __all__ = ["TaggingConfig", "TaggingTask"]
+__getattr__ = registry.lazy_names(__name__, {_TASK: __all__})

@@ -21,14 +21,20 @@ from training.config import HeadConfig
 class TaggingModule(export.ServingModule):
     """Sentence in, entities with character offsets out (see `export_tagging`)."""
 
+    task = "tagging"
+
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list):
         super().__init__("bert_tagger", model, vocab_file, do_lower_case, max_seq_length)
+        self.label_list = list(label_list)
         types = sorted({t[2:] for t in label_list if t != "O"})
         self.labels = tf.constant(label_list, tf.string)
         self.types = tf.constant([""] + types, tf.string)
         self.label_type = tf.constant([0 if t == "O" else 1 + types.index(t[2:])
                                        for t in label_list], tf.int64)
         self.label_begins = tf.constant([t.startswith(("B-", "S-")) for t in label_list])
+
+    def serving_config(self):
+        return dict(super().serving_config(), labels=self.label_list)
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         logits = self.run_model(input_ids, input_mask, segment_ids)["logits"]

@@ -1,0 +1,39 @@
+"""Model outputs -> reported scores, in NumPy: the softmax of logits, and the mean of a
+document's windows.
+
+Pipeline position: after the model, wherever answers are made in Python (the tasks'
+evaluation and predictions, `serving.load`'s fast paths); the exports do the same in
+TensorFlow ops (`tf.nn.softmax`, `tf.math.unsorted_segment_mean`).
+"""
+
+import numpy as np
+
+
+def softmax(logits, axis=-1):
+    """NumPy softmax in float64 (for reported probabilities)."""
+    logits = np.asarray(logits, np.float64)
+    logits = logits - logits.max(axis=axis, keepdims=True)
+    exps = np.exp(logits)
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
+def mean_over_windows(values, rows, num_rows):
+    """The mean of the `values` of each row's windows, in float64: a document read in
+    several windows is scored by the mean of its windows' logits (`text.packing`'s
+    "windows").
+
+    Args:
+        values: float array [windows, ...].
+        rows: int array [windows]: the row each window belongs to; every row in
+            [0, num_rows) has at least one.
+        num_rows: int.
+
+    Returns:
+        float64 array [num_rows, ...].
+    """
+    values = np.asarray(values, np.float64)
+    rows = np.asarray(rows)
+    sums = np.zeros((num_rows,) + values.shape[1:], np.float64)
+    np.add.at(sums, rows, values)
+    counts = np.bincount(rows, minlength=num_rows)
+    return sums / counts.reshape((-1,) + (1,) * (values.ndim - 1))

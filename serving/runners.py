@@ -1,0 +1,187 @@
+"""The model of an export, run on id arrays: `model.tflite` on LiteRT (`LiteRunner`), or
+the SavedModel's signatures on TensorFlow (`SavedModelRunner`). Both may be called from
+any number of threads at once.
+
+Pipeline position: inside `serving.load` (`serving.predictor`), between a task's fast
+path (raw text -> id arrays -> answers, in NumPy) and the model.
+
+`LiteRunner` imports no TensorFlow: LiteRT (`ai-edge-litert`, the TF Lite interpreter as
+a package of its own) runs the file with XNNPACK. An interpreter is not thread-safe, so
+each call checks one out of a pool and returns it afterwards: no two requests ever share
+one. The pool holds at most `max_interpreters` (each a copy of the weights repacked by
+XNNPACK, about the size of `model.tflite`); a call that finds them all busy waits for
+one. Resizing an interpreter to the request's shape costs little on LiteRT (re-planning
+is cheap; measured: about 0.5 ms at batch 1), so one interpreter serves every shape.
+"""
+
+import contextlib
+import os
+import threading
+import warnings
+
+import numpy as np
+
+from common.stderr import CapturedStderr
+
+
+def _interpreter_class():
+    """LiteRT's `Interpreter`; TensorFlow's own `tf.lite.Interpreter` where LiteRT has no
+    wheel (it is the same interpreter, deprecated there)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+        return Interpreter
+    except ImportError:
+        import tensorflow as tf
+        return tf.lite.Interpreter
+
+
+def cores():
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class InterpreterPool:
+    """Objects made by `make()` on demand, at most `size` of them, each lent to one
+    caller at a time (`with pool.checkout() as item:`)."""
+
+    def __init__(self, make, size):
+        if size < 1:
+            raise ValueError(f"max_interpreters must be at least 1, got {size}.")
+        self._make, self.size = make, size
+        self._idle, self._made = [], 0
+        self._available = threading.Condition()
+
+    @contextlib.contextmanager
+    def checkout(self):
+        item = self._take()
+        try:
+            yield item
+        finally:
+            with self._available:
+                self._idle.append(item)
+                self._available.notify()
+
+    def _take(self):
+        with self._available:
+            while not self._idle and self._made >= self.size:
+                self._available.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._made += 1
+        try:
+            return self._make()
+        except BaseException:
+            with self._available:
+                self._made -= 1
+                self._available.notify()
+            raise
+
+    @property
+    def made(self):
+        return self._made
+
+
+class LiteRunner:
+    """A TF Lite file's signature, called with NumPy arrays, from any thread.
+
+    Args:
+        path: str. The `.tflite` file.
+        signature: str. The signature to run (`serving_ids`).
+        num_threads: int. Threads of each interpreter (XNNPACK).
+        max_interpreters: int. Interpreters kept (see the module docstring); default
+            one per `num_threads` cores, so that requests in flight together do not
+            ask for more threads than there are cores.
+    """
+
+    def __init__(self, path, signature="serving_ids", num_threads=None,
+                 max_interpreters=None):
+        self.path, self.signature = path, signature
+        self.num_threads = num_threads or cores()
+        self._interpreter = _interpreter_class()
+        size = max_interpreters or max(1, cores() // self.num_threads)
+        self.pool = InterpreterPool(self._make, size)
+        with self.pool.checkout() as runner:  # a bad file fails at load, not per request
+            self.input_names = sorted(runner.get_input_details())
+            self.output_names = sorted(runner.get_output_details())
+
+    def _make(self):
+        """A new interpreter's signature runner, run once on a tiny input: TF Lite applies
+        XNNPACK on the first run, and prints "INFO: Created TensorFlow Lite XNNPACK
+        delegate for CPU." then (once per process), which is kept off the console; and a
+        request does not pay for it."""
+        with warnings.catch_warnings(), CapturedStderr():
+            warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice
+            interpreter = self._interpreter(model_path=self.path,
+                                            num_threads=self.num_threads)
+            runner = interpreter.get_signature_runner(self.signature)
+            runner(**{name: np.zeros([1] * (len(detail["shape"]) - 1) + [2],
+                                     detail["dtype"])
+                      for name, detail in runner.get_input_details().items()})
+        return runner
+
+    def __call__(self, inputs):
+        """{input name: array} -> {output name: array} (copies: the interpreter goes
+        back to the pool)."""
+        with self.pool.checkout() as runner:
+            outputs = runner(**inputs)
+            return {name: np.array(value) for name, value in outputs.items()}
+
+
+class SavedModelRunner:
+    """A SavedModel's signature, loaded with TensorFlow on first use, from any thread.
+
+    TensorFlow is imported then (oneDNN as decided before, from the cached answer only:
+    no measurement), with `tensorflow_text` for the raw-text signatures' ops; the lines
+    TensorFlow's C++ side prints while it starts and loads are kept off the console.
+    """
+
+    def __init__(self, export_dir, signature):
+        self.export_dir, self.signature_name = export_dir, signature
+        self._loaded = self._signature = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._signature is None:
+                self._loaded = _load_saved_model(self.export_dir, self.signature_name)
+                self._signature = self._loaded.signatures[self.signature_name]
+        return self._signature
+
+    @property
+    def loaded(self):
+        """True once the SavedModel is loaded."""
+        return self._signature is not None
+
+    @property
+    def input_names(self):
+        return sorted(self._load().structured_input_signature[1])
+
+    def __call__(self, inputs):
+        import tensorflow as tf
+        signature = self._load()
+        specs = signature.structured_input_signature[1]
+        return {name: value.numpy() for name, value in signature(**{
+            name: tf.constant(value, specs[name].dtype) for name, value in inputs.items()
+        }).items()}
+
+
+def _load_saved_model(export_dir, name):
+    from common import onednn
+    onednn.decide(measure_now=False)
+    # TensorFlow's start-up and loader lines are written to file descriptor 2 by C++.
+    with CapturedStderr():
+        import tensorflow as tf
+        try:
+            import tensorflow_text  # noqa: F401  (the raw-text signatures' ops)
+        except ImportError:
+            if name == "serving_default":
+                raise ValueError(f"{export_dir}: its raw-text signature needs "
+                                 f"tensorflow-text (pip install -r requirements.txt)."
+                                 ) from None
+        loaded = tf.saved_model.load(export_dir)
+    if name not in loaded.signatures:
+        raise ValueError(f"{export_dir}: no {name} signature.")
+    return loaded

@@ -1,0 +1,172 @@
+"""`serving.load` of the tagging, multiple-choice and SQuAD exports: their fast paths
+(Python WordPiece, packing and answers around `model.tflite` on LiteRT, or around the
+SavedModel's `serving_ids`) answer as the export's raw-text signature does, on varied
+text: English, other scripts, control characters, empty strings, texts longer than
+`max_seq_length`."""
+
+import keras
+import numpy as np
+import pytest
+
+import modeling
+import serving
+from tests import text_generator
+from tests.conftest import TINY_CONFIG
+from tests.serving_checks import assert_same, text_signature
+from text.tokenization import BasicTokenizer
+
+pytest.importorskip("tensorflow_text")
+
+ENGLISH = [
+    "Angela Merkel met Emmanuel Macron in Paris on Tuesday.",
+    "The U.S.A. and the E.U. signed it; Dr. Ng (of NASA) did not!",
+    "naïve café owners in Zürich, Straße 5", "東京 and 서울 are cities", "",
+    "   spaces   and\ttabs\nand a control\x07 character",
+]
+MAX_SEQ = 32
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+
+
+@pytest.fixture(scope="module")
+def texts():
+    corpus = [t for t in text_generator.generate(80, seed=11) if isinstance(t, str)]
+    return ENGLISH + corpus
+
+
+@pytest.fixture(scope="module")
+def setup(texts, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("serving_tasks")
+    vocab = text_generator.covering_vocab(texts, [BasicTokenizer(True)])
+    vocab_file = str(folder / "vocab.txt")
+    with open(vocab_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+    config = modeling.BertConfig(**dict(TINY_CONFIG, vocab_size=len(vocab),
+                                        max_position_embeddings=64, initializer_range=0.5))
+    return folder, vocab_file, config
+
+
+def _large_heads(model):
+    """Output weights far from the initializer's: answers that vary with the input."""
+    rng = np.random.default_rng(1)
+    for layer in model.layers:
+        if layer is not model.encoder:
+            for weight in layer.weights:
+                if len(weight.shape) == 2:
+                    weight.assign(rng.normal(0, 2, weight.shape))
+
+
+_LOADED = {}
+
+
+def answers(export_dir, inputs):
+    """The fast path on TF Lite and on the SavedModel's ids signature (equal), and the
+    first's answers."""
+    for backend in ("tflite", "saved_model"):
+        if (export_dir, backend) not in _LOADED:
+            _LOADED[export_dir, backend] = serving.load(export_dir, backend=backend)
+    lite = _LOADED[export_dir, "tflite"](inputs)
+    assert_same(lite, _LOADED[export_dir, "saved_model"](inputs))
+    return lite
+
+
+def test_tagging_answers_as_its_raw_text_signature(setup, texts):
+    from tasks.tagging.export import export_tagging
+    folder, vocab_file, config = setup
+    keras.utils.set_random_seed(4)
+    model = modeling.BertTokenClassifier(config, len(TAGS))
+    _large_heads(model)
+    export_dir = export_tagging(model, str(folder / "tagging"), vocab_file, True, MAX_SEQ,
+                                TAGS)
+    long_texts = [" ".join(texts[i:i + 5]) for i in range(0, 40, 5)]  # past MAX_SEQ
+    for batch in (texts, long_texts, ENGLISH[:1], [""], ["a"] * 3):
+        got = answers(export_dir, batch)
+        assert_same(got, text_signature(export_dir)(batch))
+    assert (got := answers(export_dir, texts))["entity_type"].size  # entities were found
+    assert set(got["entity_type"].ravel()) - {b""} <= {b"PER", b"LOC", b"ORG"}
+    for row, text in enumerate(texts):  # offsets are character offsets into the text
+        for kind, entity, start, end in zip(*(got[k][row] for k in (
+                "entity_type", "entity_text", "entity_start", "entity_end"))):
+            if kind:
+                assert text[start:end].encode("utf-8") == entity
+
+
+def test_multiple_choice_answers_as_its_raw_text_signature(setup, texts):
+    from tasks.multiple_choice.export import export_multiple_choice
+    from tasks.multiple_choice.model import BertMultipleChoice
+    folder, vocab_file, config = setup
+    keras.utils.set_random_seed(5)
+    model = BertMultipleChoice(config)
+    model({"input_ids": np.zeros((1, 2, 4), np.int32),
+           "input_mask": np.ones((1, 2, 4), np.int32),
+           "segment_ids": np.zeros((1, 2, 4), np.int32)})
+    _large_heads(model)
+    export_dir = export_multiple_choice(model, str(folder / "mc"), vocab_file, True, MAX_SEQ)
+    rows = [(texts[i], texts[i + 1] if i % 3 else "", texts[i + 2:i + 6])
+            for i in range(0, 60, 4)]
+    got = answers(export_dir, rows)
+    assert_same(got, text_signature(export_dir)(rows))
+    assert len(set(got["label_id"])) > 1
+    with pytest.raises(ValueError, match="the same number"):
+        answers(export_dir, [(texts[0], "", ["a", "b"]), (texts[1], "", ["c"])])
+
+
+def test_squad_answers_in_windows_with_the_originals_post_processing(setup, texts):
+    import tensorflow as tf
+    from tasks.squad.export import export_squad
+    from tasks.squad.fast_path import SquadFastPath
+    folder, vocab_file, config = setup
+    keras.utils.set_random_seed(6)
+    model = modeling.BertSpanLabeler(config)
+    _large_heads(model)
+    export_dir = export_squad(model, str(folder / "squad"), vocab_file, True, MAX_SEQ,
+                              max_query_length=8, doc_stride=6, max_answer_length=5)
+    contexts = [" ".join(texts[i:i + 3]) for i in range(6, 46, 4)]
+    rows = [(texts[i], context) for i, context in enumerate(contexts)]
+    got = answers(export_dir, rows)
+    assert set(got) == {"answer", "probability", "start_logit", "end_logit"}
+    assert got["answer"].shape == (len(rows),) and got["answer"].dtype == object
+    # The answers are spans of the contexts (as the original projects them back).
+    for answer, (_, context) in zip(got["answer"], rows):
+        text = answer.decode("utf-8")
+        assert text == "empty" or BasicTokenizer(True).tokenize(text)
+    # Where the question and context fit one window, the fast path's logits are the
+    # raw-text signature's at every real position.
+    predict = _LOADED[export_dir, "tflite"]
+    short = [(q, c[:20]) for q, c in rows]
+    _, (_, features) = predict.fast_path.prepare(
+        {"question": [q for q, _ in short], "context": [c for _, c in short]})
+    windows = np.bincount([f.example_index for f in features], minlength=len(short))
+    short = [row for row, count in zip(short, windows) if count == 1]
+    assert len(short) >= 5
+    inputs, _ = predict.fast_path.prepare(
+        {"question": [q for q, _ in short], "context": [c for _, c in short]})
+    lite = predict._lite(inputs)
+    saved = text_signature(export_dir)(short)
+    mask = inputs["input_mask"].astype(bool)
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(lite[key][mask], saved[key][:, :mask.shape[1]][mask],
+                                   atol=1e-4)
+    assert isinstance(predict.fast_path, SquadFastPath) and tf is not None
+
+
+def test_squad_v2_null_answers(setup, texts):
+    from tasks.squad.export import export_squad
+    folder, vocab_file, config = setup
+    keras.utils.set_random_seed(7)
+    model = modeling.BertSpanLabeler(config)
+    _large_heads(model)
+    rows = [(texts[i], " ".join(texts[i + 1:i + 3])) for i in range(0, 40, 2)]
+    for threshold in (-1e9, 1e9):  # null answer always / never
+        export_dir = export_squad(model, str(folder / f"squad2_{threshold}"), vocab_file,
+                                  True, MAX_SEQ, max_query_length=8,
+                                  version_2_with_negative=True,
+                                  null_score_diff_threshold=threshold)
+        got = answers(export_dir, rows)
+        assert got["null_odds"].shape == (len(rows),)
+        if threshold < 0:
+            assert all(a == b"" for a in got["answer"])
+        else:  # the best span, unless no span of the passage made the n-best (as the
+            # original, null odds 0 then)
+            assert sum(a != b"" for a in got["answer"]) >= len(rows) // 2
+            assert all(a != b"" or odds == 0 for a, odds in zip(got["answer"],
+                                                               got["null_odds"]))
