@@ -17,7 +17,11 @@ How it differs from `--mode=original` (which reproduces the original's output ex
     NumPy: a uniform subset of `num_to_predict` candidates per row (Floyd's algorithm),
     and one uniform draw per position decides [MASK] (80%) / keep (10%) / random token
     (10%);
-  * output files are divided among worker processes, each writing its own.
+  * output files are divided among worker processes, each writing its own; then all
+    records are shuffled together across the files (`record_shuffle`, bounded memory),
+    as the original shuffles all its instances before writing: pieces come out in corpus
+    order, and training, which shuffles within 100 records, would otherwise see one part
+    of the corpus at a time.
 """
 
 import ctypes
@@ -28,7 +32,7 @@ import random
 
 import numpy as np
 
-from data_prep import corpus, pretraining_instances as pi
+from data_prep import corpus, pretraining_instances as pi, record_shuffle
 from common import file_io
 
 DEFAULT_PIECE_MB = 1
@@ -510,9 +514,10 @@ def merge_totals(totals, more):
 def run(jobs, progress=None, check=None):
     """Runs jobs in spawned processes (in this process if there is one), all writing to
     temporary files; when every job is done and `check(totals)` (if given) has not
-    raised, the whole set of output files is published under the final names at once.
-    Otherwise none is. Returns summed totals; raises `RuntimeError` with the worker's
-    message if any worker failed."""
+    raised, the records of all files are shuffled together (`record_shuffle`: the
+    pieces come out in corpus order) and the whole set of output files is published
+    under the final names at once. Otherwise none is. Returns summed totals; raises
+    `RuntimeError` with the worker's message if any worker failed."""
     outputs = [path for job in jobs for path in job.output_files]
     with file_io.atomic_paths(outputs) as temps:
         temporary = dict(zip(outputs, temps))
@@ -520,6 +525,7 @@ def run(jobs, progress=None, check=None):
             temporary[path] for path in job.output_files]) for job in jobs], progress)
         if check:
             check(totals)
+        record_shuffle.shuffle_files([temporary[path] for path in outputs], jobs[0].seed)
     return totals
 
 

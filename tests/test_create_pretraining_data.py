@@ -207,6 +207,67 @@ def test_fast_mode_is_deterministic_and_reads_every_document_once(data):
     assert len(actual_next) > 0.3 * len(instances)
 
 
+def test_fast_mode_output_is_in_random_order_not_corpus_order(data, tmp_path):
+    """A corpus whose first half uses some syllables and second half others: the records
+    of every file mix both halves from the first record on, as the original's globally
+    shuffled output does (fast mode streams pieces in corpus order; training shuffles
+    only within 100 records)."""
+    tmp, vocab_file, vocab, _ = data
+    first, second = set(SYLLABLES[:10]), set(SYLLABLES[10:])
+    rng = random.Random(4)
+    docs = []
+    for half in (sorted(first), sorted(second)):
+        for _ in range(120):
+            docs.append("\n".join(" ".join(rng.choice(half) + rng.choice(half)
+                                            for _ in range(8)) + "." for _ in range(6)))
+    corpus = tmp_path / "halves.txt"
+    corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    paths = [str(tmp_path / f"mixed-{i}.tfrecord") for i in range(2)]
+    run_cli(mode="fast", num_workers=2, piece_mb=0.002, input_file=str(corpus),
+            output_file=",".join(paths), vocab_file=vocab_file, dupe_factor=2)
+    ids_first = {vocab[s] for s in first}
+    for path in paths:
+        examples = records.read_examples(path)
+        from_first = [any(i in ids_first for i in e["input_ids"] if i > 10)
+                      for e in examples]
+        assert len(from_first) > 200
+        overall = np.mean(from_first)  # in corpus order: all first half, then none
+        for start in (0, len(from_first) // 2):  # the first and the middle 100 records
+            share = np.mean(from_first[start:start + 100])
+            assert abs(share - overall) < 0.2, (path, start, share, overall)
+
+
+def test_record_shuffle_keeps_every_record_in_bounded_memory(tmp_path):
+    """Records dealt back over the files, each exactly once, in a seeded random order;
+    with buckets smaller than the set (the bounded-memory path) too."""
+    import tensorflow as tf
+
+    from data_prep import record_shuffle
+    paths = [str(tmp_path / f"r{i}.tfrecord") for i in range(3)]
+    for i, path in enumerate(paths):
+        with tf.io.TFRecordWriter(path) as writer:
+            for j in range(200):
+                writer.write(f"{i}-{j}".encode() * (1 + j % 7))
+    originals = sorted(f for p in paths for f in record_shuffle.read_frames(p))
+    orders = []
+    for bucket_bytes in (1 << 30, 4096, 1 << 30):
+        for i, path in enumerate(paths):  # the same input each time
+            with tf.io.TFRecordWriter(path) as writer:
+                for j in range(200):
+                    writer.write(f"{i}-{j}".encode() * (1 + j % 7))
+        assert record_shuffle.shuffle_files(paths, seed=3, bucket_bytes=bucket_bytes) == 600
+        frames = [f for p in paths for f in record_shuffle.read_frames(p)]
+        assert sorted(frames) == originals
+        # TensorFlow reads them (checksums intact); about a third in each file.
+        assert sum(1 for _ in tf.data.TFRecordDataset(paths)) == 600
+        assert all(190 <= sum(1 for _ in record_shuffle.read_frames(p)) <= 210
+                   for p in paths)
+        orders.append([f for p in paths for f in record_shuffle.read_frames(p)])
+    assert orders[0] == orders[2] != orders[1]  # seeded; the bucketed path differs
+    first = [int(f[12:].split(b"-")[0]) for f in orders[0][:60]]
+    assert len(set(first)) == 3  # the start of the set mixes all three files
+
+
 def test_pieces_cover_each_document_exactly_once(data):
     from data_prep import corpus as corpus_lib, fast_pretraining
     _, _, _, corpus = data
