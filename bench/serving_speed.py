@@ -74,19 +74,29 @@ def build_models(args, work):
 
 
 def export_onnx(hf_dir, onnx_file, work):
+    """The classifier of `hf_dir` as a fused ONNX model."""
+    export_onnx_model("BertForSequenceClassification", hf_dir, onnx_file, work, ["logits"])
+
+
+def export_onnx_model(hf_class, hf_dir, onnx_file, work, outputs):
+    """A Hugging Face BERT folder (`transformers.<hf_class>`) -> `torch.onnx.export` ->
+    `onnxruntime.transformers.optimizer` (model_type bert): a fused ONNX model with
+    dynamic batch and length, inputs input_ids, attention_mask, token_type_ids."""
     import torch
     import transformers
     from onnxruntime.transformers import optimizer
 
-    hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
-    raw = os.path.join(work, "model.onnx")
+    hf = getattr(transformers, hf_class).from_pretrained(hf_dir).eval()
+    raw = os.path.join(work, os.path.basename(onnx_file) + ".raw.onnx")
     ids = torch.ones((2, 16), dtype=torch.long)
     dynamic = {0: "batch", 1: "sequence"}
+    axes = {"input_ids": dynamic, "attention_mask": dynamic, "token_type_ids": dynamic}
+    axes.update({name: dynamic if hf_class != "BertForSequenceClassification"
+                 else {0: "batch"} for name in outputs})
     torch.onnx.export(hf, (ids, torch.ones_like(ids), torch.zeros_like(ids)), raw,
                       input_names=["input_ids", "attention_mask", "token_type_ids"],
-                      output_names=["logits"], opset_version=17, dynamo=False,
-                      dynamic_axes={"input_ids": dynamic, "attention_mask": dynamic,
-                                    "token_type_ids": dynamic, "logits": {0: "batch"}})
+                      output_names=outputs, opset_version=17, dynamo=False,
+                      dynamic_axes=axes)
     fused = optimizer.optimize_model(raw, model_type="bert",
                                      num_heads=hf.config.num_attention_heads,
                                      hidden_size=hf.config.hidden_size)

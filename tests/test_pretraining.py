@@ -214,3 +214,37 @@ def test_mixed_precision_trains(records, tmp_path, dtype, policy):
     assert all(np.isfinite(logs["loss"]) for logs in history)
     assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"]
     assert all(v.dtype == "float32" for v in model.trainable_variables)
+
+
+def test_unigram_entropy_of_the_masked_tokens(records):
+    from data_prep.pretraining_records import read_examples
+    from tasks.pretraining import plateau
+    entropy, tokens = plateau.unigram_entropy(records, SEQ, PRED, records=100)
+    # By hand: the masked ids of the first 50 records of each file.
+    ids = [t for path in records for n, e in enumerate(read_examples(path)) if n < 50
+           for t in e["masked_lm_ids"][:int(sum(e["masked_lm_weights"]))]]
+    counts = np.bincount(ids)
+    p = counts[counts > 0] / len(ids)
+    assert tokens == len(ids)
+    assert entropy == pytest.approx(float(-(p * np.log(p)).sum()), rel=1e-9)
+
+
+def test_a_run_on_the_plateau_is_warned_about_once(caplog):
+    import logging
+
+    from tasks.pretraining import plateau
+    caplog.set_level(logging.WARNING)
+    watch = plateau.PlateauWatch(entropy=6.6, num_train_steps=1000)
+    watch(100, {"masked_lm_loss": 6.5})  # too early to tell
+    assert not caplog.records
+    watch(300, {"masked_lm_loss": 6.2})  # within a nat of the entropy at 30%
+    watch(600, {"masked_lm_loss": 6.1})
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "frequent-token plateau" in warnings[0]
+    assert "learning rate" in warnings[0] and "warm-up" in warnings[0]
+    assert "Step 300 of 1000" in warnings[0]
+    caplog.clear()
+    left = plateau.PlateauWatch(entropy=6.6, num_train_steps=1000)
+    left(300, {"masked_lm_loss": 5.2})
+    left(600, {"masked_lm_loss": 6.5})  # checked once only
+    assert not caplog.records

@@ -263,7 +263,7 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
         plan.dataset_fn, plan.num_train_steps, steps_per_loop=trainer.iterations_per_loop,
         save_checkpoints_steps=trainer.save_checkpoints_steps, log_steps=trainer.log_steps,
         global_batch_size=trainer.train_batch_size,
-        hooks=list(hooks) + ([keeper] if keeper else []),
+        hooks=list(hooks) + task.training_hooks() + ([keeper] if keeper else []),
         flag_record=run_flags.recorded_values(runtime, trainer, task.config))
     return logs, keeper
 

@@ -122,6 +122,11 @@ class Task:
         return None
 
     # ------------------------------------------------------------------ the loss
+    def training_hooks(self):
+        """Callables `hook(step, logs)` the training loop runs after each of its loops,
+        beside the runner's own (e.g. a check of the task's loss)."""
+        return []
+
     def normalizers(self, batch):
         """Per-replica sums the loop adds over replicas before `loss` (e.g. the number
         of examples), so each replica's loss is its share of the global batch's."""

@@ -35,6 +35,7 @@ from absl import logging
 
 from common import file_io
 from modeling import BertConfig, BertPretrainer, save_google_checkpoint
+from tasks.pretraining import plateau
 from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)
 from training import loop
@@ -153,6 +154,21 @@ class PretrainingTask(Task):
             check_records(path, c.max_seq_length, c.max_predictions_per_seq)
         logging.info("%d training files, %d evaluation files.", len(self.train_files),
                      len(self.eval_files))
+        self.unigram_entropy = None
+        if do_train and self.objective != "ltr":  # the masked LM's plateau level
+            self.unigram_entropy, tokens = plateau.unigram_entropy(
+                self.train_files, c.max_seq_length, c.max_predictions_per_seq)
+            if self.unigram_entropy is not None:
+                logging.info("Masked tokens' unigram entropy %.2f nats (from %d tokens): "
+                             "the loss of predicting frequent tokens whatever the context.",
+                             self.unigram_entropy, tokens)
+
+    def training_hooks(self):
+        """A warning if the masked-LM loss is still at the frequent-token plateau after
+        a share of the run (`tasks.pretraining.plateau`)."""
+        if getattr(self, "unigram_entropy", None) is None:
+            return []
+        return [plateau.PlateauWatch(self.unigram_entropy, self.config.num_train_steps)]
 
     def input_paths(self):
         return dict(super().input_paths(), input_file=self.train_files,
