@@ -32,14 +32,17 @@ def unigram_entropy(files, max_seq_length, max_predictions_per_seq, records=4000
     counts, total = {}, 0
     per_file = max(1, records // len(files))
     for path in files:
-        for number, example in enumerate(read_examples(path, max_seq_length,
-                                                       max_predictions_per_seq)):
-            if number >= per_file:
-                break
-            real = int(sum(example["masked_lm_weights"]))
-            for token in example["masked_lm_ids"][:real]:
-                counts[token] = counts.get(token, 0) + 1
-                total += 1
+        try:
+            for number, example in enumerate(read_examples(path, max_seq_length,
+                                                           max_predictions_per_seq)):
+                if number >= per_file:
+                    break
+                real = int(sum(example["masked_lm_weights"]))
+                for token in example["masked_lm_ids"][:real]:
+                    counts[token] = counts.get(token, 0) + 1
+                    total += 1
+        except ValueError:  # a damaged file: training names it when it gets there
+            continue
     if not total:
         return None, 0
     return -sum(c / total * math.log(c / total) for c in counts.values()), total
