@@ -114,11 +114,18 @@ print(json.dumps({"text": text_out["probabilities"].numpy().tolist(),
 
 def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     out, export = tmp_path / "out", tmp_path / "export"
-    _run(_command(toy, out, do_train=True, do_eval=True, do_predict=True, export_dir=export))
+    _run(_command(toy, out, do_train=True, do_eval=True, do_predict=True, export_dir=export,
+                  tflite_quantize=True))
     results = dict(line.split(" = ") for line in
                    (out / "eval_results.txt").read_text().splitlines())
     assert float(results["accuracy"]) >= 0.95, results
     assert results["eval_examples"] == "80" and results["global_step"] == "60"
+    # int8 beside float32, compared on the dev set (80 sentences) after the export.
+    check = json.loads((export / "int8_check.json").read_text())
+    assert check["requests"] == 80 and check["answer"] == "label_id"
+    assert check["agreement"] >= 0.9 and check["max_probability_difference"] < 0.5
+    assert json.loads((export / "serving.json").read_text())["tflite_int8"] == \
+        "model_int8.tflite"
     assert (out / "best" / "model.ckpt.index").exists()
     probabilities = np.loadtxt(out / "test_results.tsv")
     assert probabilities.shape == (20, 2)

@@ -92,6 +92,10 @@ class TrainerConfig:
     output_dir: str = setting(help="Checkpoints, summaries and results go here.")
     export_dir: Optional[str] = setting(
         None, help="Write the task's SavedModel here after training.")
+    tflite_quantize: bool = setting(
+        False, help="With --export_dir: also write model_int8.tflite (int8 weights) and, "
+        "with --do_eval, how often its answers equal model.tflite's on the dev set "
+        "(int8_check.json).")
     train_batch_size: int = setting(
         32, recorded=True, grid=True, help="Global training batch size (all replicas).")
     learning_rate: float = setting(5e-5, recorded=True, grid=True,

@@ -316,6 +316,20 @@ def _start_or_resume(task, trainer, runtime, lock):
             runtime, trainer, task.config), step)
 
 
+def _check_int8(task, export_dir):
+    """int8 against float32 TF Lite on the task's dev requests (`int8_check.json`)."""
+    requests = task.serving_requests()
+    if not requests:
+        logging.info("No dev requests to compare model_int8.tflite with model.tflite on.")
+        return
+    from serving.precision_check import REPORT_FILE, int8_report
+    report = int8_report(export_dir, requests)
+    logging.info("model_int8.tflite answers as model.tflite on %.2f%% of %d dev requests "
+                 "(%s; largest probability difference %.3f): %s.", 100 * report["agreement"],
+                 report["requests"], report["answer"], report["max_probability_difference"],
+                 os.path.join(export_dir, REPORT_FILE))
+
+
 def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_train,
                 do_eval, do_predict, hooks, prepared):
     output_dir = trainer.output_dir
@@ -354,8 +368,10 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
             file_io.atomic_write_text(path, text)
         logging.info("Wrote %s to %s.", ", ".join(files), output_dir)
     if export_dir and chief:
-        task.export(model, export_dir)
+        task.export(model, export_dir, tflite_quantize=trainer.tflite_quantize)
         result.export_dir = export_dir
+        if trainer.tflite_quantize and do_eval:
+            _check_int8(task, export_dir)
     if chief:
         metrics.write("end", step=step, eval_results=result.eval_results,
                       predict_results=result.predict_results, export_dir=result.export_dir,

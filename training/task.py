@@ -105,8 +105,14 @@ class Task:
     def predict(self, model):
         raise NotImplementedError(f"{type(self).__name__} has no prediction.")
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, tflite_quantize=False):
+        """Writes the task's export; with `tflite_quantize` also `model_int8.tflite`."""
         raise NotImplementedError(f"{type(self).__name__} has no export.")
+
+    def serving_requests(self):
+        """The dev set as requests to the export (rows as `serving.load` takes them), to
+        compare its int8 and float32 TF Lite answers; None when the task has none."""
+        return None
 
     def input_paths(self):
         """{flag: path or paths} of everything the run reads (after `prepare`): no output

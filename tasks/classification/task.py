@@ -236,11 +236,18 @@ class ClassificationTask(Task):
             logging.info("Predicted %d %s examples.", len(examples), split)
         return files, None
 
-    def export(self, model, export_dir):
+    def serving_requests(self):
+        """The dev examples as rows of (text_a, text_b)."""
+        if "dev" not in self.processor.splits():
+            return None
+        return [(e.text_a, e.text_b or "") if self.pair else e.text_a
+                for e in self.processor.get_examples("dev")]
+
+    def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         export_classification(model, export_dir, c.vocab_file, c.do_lower_case,
                               c.max_seq_length, self.label_list, self.regression,
                               pair=self.pair, long_document=c.long_document,
-                              doc_stride=c.doc_stride)
+                              doc_stride=c.doc_stride, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "
                      "serving_ids: token ids).", export_dir)

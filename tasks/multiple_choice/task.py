@@ -134,10 +134,10 @@ class MultipleChoiceTask(Task):
         logging.info("Predicted %d examples of %s.", len(examples), path)
         return {"test_results.tsv": "".join(rows)}, None
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         export_multiple_choice(model, export_dir, c.vocab_file, c.do_lower_case,
-                               c.max_seq_length)
+                               c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (serving_default: context, question, "
                      "choices as text; serving_ids: token ids [batch, choices, seq]).",
                      export_dir)

@@ -208,9 +208,10 @@ class PretrainingTask(Task):
     def default_export_dir(self, output_dir):
         return os.path.join(output_dir, "export")
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, tflite_quantize=False):
         """A Google-format checkpoint and its bert_config.json, for fine-tuning and the
-        original's tools; the folder appears complete or not at all."""
+        original's tools; the folder appears complete or not at all (no TF Lite: a
+        pre-training checkpoint is not served)."""
         with file_io.atomic_path(export_dir) as tmp:
             save_google_checkpoint(model, os.path.join(tmp, "bert_model.ckpt"))
             self.bert_config.to_json_file(os.path.join(tmp, "bert_config.json"))

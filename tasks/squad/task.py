@@ -215,9 +215,10 @@ class SquadTask(Task):
         return {"answer": predictions["question"], "probability": best["probability"],
                 "score": best["start_logit"] + best["end_logit"]}
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         reading = c.reading()
         export_squad(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
-                     reading.pop("max_query_length"), **reading)
+                     reading.pop("max_query_length"), tflite_quantize=tflite_quantize,
+                     **reading)
         logging.info("Exported a SavedModel to %s.", export_dir)

@@ -175,9 +175,9 @@ class TaggingTask(Task):
         return {"test_predictions.txt": "".join(lines),
                 "test_results.txt": self.format_results(results)}, results
 
-    def export(self, model, export_dir):
+    def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         export_tagging(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
-                       self.label_list)
+                       self.label_list, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (serving_default: a sentence -> entities "
                      "with character offsets; serving_ids: token ids).", export_dir)
