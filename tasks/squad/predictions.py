@@ -5,11 +5,13 @@ predictions.json, nbest_predictions.json, null_odds.json -> `tasks.squad.metrics
 """
 
 import collections
+import functools
 
 from common.scores import softmax
 from text.tokenization import BasicTokenizer
 
 
+@functools.lru_cache(maxsize=4096)  # the n-best of a question share their spans' text
 def get_final_text(pred_text, orig_text, do_lower_case):
     """Projects a normalised WordPiece answer back onto the original document text (undoing
     lower-casing, accent stripping and punctuation splitting), as the original: find the
