@@ -1,0 +1,108 @@
+"""Pre-train a BERT from plain text in a time budget, with one command.
+
+Pipeline position: text -> vocabulary -> TFRecords -> pre-training -> a checkpoint for
+the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
+`create_pretraining_data`, `run_pretraining.py`), with the CPU recipe of
+`tasks.pretraining.from_text` (README.md, "Pre-training on a CPU"); rerunning the same
+command resumes where it stopped.
+
+    python pretrain_from_text.py --input_text='books/*.txt,wiki.txt' --output_dir=my_bert \
+      [--budget_minutes=60] [--do_lower_case=False]
+
+The input: text files, one sentence per line, a blank line between documents. The output
+folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoint to
+fine-tune is output_dir/pretraining/export/bert_model.ckpt.
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from absl import flags, logging
+
+import cli
+
+flags.DEFINE_string("input_text", None, "Text files (comma-separated files or globs): one "
+                    "sentence per line, a blank line between documents.")
+flags.DEFINE_string("output_dir", None, "Where the vocabulary, records and run go.")
+flags.DEFINE_float("budget_minutes", 60, "Minutes of pre-training (the stages before it "
+                   "take a few more).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased model); "
+                  "False for a cased one, as for scripts whose marks are letters.")
+flags.DEFINE_integer("seed", 12345, "Seed for the held-out split, masking and weights.")
+FLAGS = flags.FLAGS
+
+
+def say(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(_):
+    from data_prep import corpus
+    from tasks.pretraining import from_text
+    from training import runner
+    from training.config import RuntimeConfig
+
+    files = corpus.expand_input_patterns(FLAGS.input_text)
+    out = FLAGS.output_dir
+    os.makedirs(out, exist_ok=True)
+    runtime = RuntimeConfig(seed=FLAGS.seed)
+    start = time.time()
+
+    say("[1/5] Documents: held-out share for evaluation")
+    train_text, heldout_text = from_text.prepare_text(files, out)
+    say(f"      {train_text}, {heldout_text}")
+    say("[2/5] WordPiece vocabulary")
+    vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"],
+                                       FLAGS.do_lower_case)
+    config_file = from_text.bert_config(out, vocab)
+    say(f"      {vocab}, {config_file}")
+    records_dir = os.path.join(out, "records")
+    heldout_records = [os.path.join(records_dir, "heldout.tfrecord")]
+    from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
+                            FLAGS.seed + 1)
+    say("[3/5] Speed of a training step here, to size the run to the budget")
+    plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
+    if plan is None:
+        scratch = tempfile.mkdtemp(prefix="calibration-", dir=out)
+        try:
+            seconds = from_text.calibrate(heldout_records, config_file, scratch, runtime)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        plan = from_text.choose_plan(out, FLAGS.budget_minutes, os.path.getsize(train_text),
+                                     seconds)
+    say(f"      {plan.seconds_per_step:.2f} s a step: {plan.num_train_steps:,} steps of "
+        f"{from_text.RECIPE['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
+        f"warm-up); the corpus masked {plan.dupe_factor} times")
+    say("[4/5] Pre-training TFRecords")
+    records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
+    from_text.write_records(train_text, records, vocab, FLAGS.do_lower_case,
+                            plan.dupe_factor, FLAGS.seed)
+    say(f"      {records_dir}")
+    say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
+        f"{os.path.join(out, 'log.txt')})")
+    task = from_text.pretraining_task(records, heldout_records, config_file,
+                                      plan.num_train_steps, plan.num_warmup_steps)
+    result = runner.run(task, from_text.trainer_config(os.path.join(out, "pretraining"),
+                                                       plan.num_train_steps),
+                        runtime, do_train=True, do_eval=True)
+    export = os.path.join(out, "pretraining", "export")
+    results = result.eval_results or {}
+    say(f"\nDone in {(time.time() - start) / 60:.1f} minutes. Held-out masked-LM accuracy "
+        f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
+        f"{results.get('masked_lm_perplexity', float('nan')):.1f}.")
+    say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")
+    say("Fine-tune it, e.g. on your own sentence-classification set:\n"
+        f"  python run_classifier.py --task_name=SST-2 --data_dir=my_data --do_train "
+        f"--do_eval \\\n    --bert_config_file={export}/bert_config.json "
+        f"--init_checkpoint={export}/bert_model.ckpt \\\n    --vocab_file={vocab} "
+        f"--do_lower_case={FLAGS.do_lower_case} --max_seq_length=128 "
+        f"--output_dir=my_classifier")
+    logging.info("Pre-training from text finished: %s", results)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_text", "output_dir"])
+    cli.run(main)

@@ -1,0 +1,217 @@
+"""From plain text to a pre-trained checkpoint in a time budget: held-out documents, a
+WordPiece vocabulary, TFRecords, a model size and schedule that fit the budget, and the
+pre-training itself, each stage resumable.
+
+Pipeline position: text -> vocabulary -> TFRecords -> pre-training -> a checkpoint for
+fine-tuning, for `pretrain_from_text.py`; every stage calls the tool that does it alone
+(`text.vocabulary`, `data_prep.fast_pretraining`, `training.runner` with
+`tasks.pretraining`).
+
+`output_dir` receives:
+  text/train.txt, text/heldout.txt   the documents, a share held out for evaluation
+  vocab.txt, bert_config.json        the vocabulary and the model
+  records/                           the TFRecords (training, held-out)
+  recipe.json                        what was chosen: sizes, steps, learning rate
+  pretraining/                       the run (checkpoints, logs, metrics.jsonl)
+  pretraining/export/                bert_model.ckpt + bert_config.json for fine-tuning
+A stage whose output is there is not run again: rerunning the same command resumes.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+
+from absl import logging
+
+from common import file_io
+
+# The recipe: bench/pretrain_recipe.py and bench/RESULTS.md ("A pre-training recipe for
+# one CPU hour") say how it was chosen and what it gives.
+RECIPE = {
+    "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "intermediate_size": 1024, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+              "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 128,
+              "type_vocab_size": 2, "initializer_range": 0.02},
+    "vocab_size": 8192,
+    "max_seq_length": 128,
+    "max_predictions_per_seq": 20,
+    "objective": "mlm",
+    "train_batch_size": 32,
+    "learning_rate": 3e-4,
+    "optimizer": "adamw_original",
+    "warmup_share": 0.06,
+    "max_dupe_factor": 10,
+}
+HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
+MIN_HELDOUT = 2
+CALIBRATION_STEPS = 20  # timed to turn the budget into steps
+CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
+
+
+@dataclasses.dataclass
+class Plan:
+    """What the budget buys, decided once and kept in `recipe.json`."""
+    num_train_steps: int
+    num_warmup_steps: int
+    dupe_factor: int
+    seconds_per_step: float
+
+
+def read_documents(files):
+    """Documents (lists of non-empty lines) of text files: one sentence per line, a blank
+    line between documents."""
+    documents, current = [], []
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    current.append(line)
+                elif current:
+                    documents.append(current)
+                    current = []
+        if current:
+            documents.append(current)
+            current = []
+    return documents
+
+
+def split_documents(documents, share=HELDOUT_SHARE):
+    """(training, held-out): every k-th document held out, k from `share`."""
+    held = max(MIN_HELDOUT, round(share * len(documents)))
+    if len(documents) < 2 * held:
+        raise ValueError(f"{len(documents)} documents: too few to hold {held} out for "
+                         f"evaluation; separate documents by blank lines.")
+    every = len(documents) // held
+    heldout = [d for i, d in enumerate(documents) if i % every == every - 1][:held]
+    chosen = {id(d) for d in heldout}
+    return [d for d in documents if id(d) not in chosen], heldout
+
+
+def _write_documents(path, documents):
+    file_io.atomic_write_text(path, "\n\n".join("\n".join(d) for d in documents) + "\n")
+
+
+def prepare_text(files, output_dir):
+    """text/train.txt and text/heldout.txt (once); returns their paths."""
+    train, heldout = (os.path.join(output_dir, "text", name)
+                      for name in ("train.txt", "heldout.txt"))
+    if not (os.path.exists(train) and os.path.exists(heldout)):
+        documents = read_documents(files)
+        if not documents:
+            raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
+        training, held = split_documents(documents)
+        os.makedirs(os.path.dirname(train), exist_ok=True)
+        _write_documents(heldout, held)
+        _write_documents(train, training)
+        logging.info("%d documents: %d for training, %d held out for evaluation.",
+                     len(documents), len(training), len(held))
+    return train, heldout
+
+
+def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case):
+    """vocab.txt (once), learned from the training text."""
+    from text import vocabulary
+    path = os.path.join(output_dir, "vocab.txt")
+    if not os.path.exists(path):
+        start = time.time()
+        counts = vocabulary.count_words_in_files([train_file], do_lower_case)
+        tokens = vocabulary.learn_from_counts(counts, vocab_size)
+        vocabulary.write_vocabulary(tokens, path)
+        logging.info("Learned %d WordPiece tokens in %.0f s: %s", len(tokens),
+                     time.time() - start, path)
+    return path
+
+
+def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed):
+    """The pre-training TFRecords of `text_file` (once: they appear complete or not at
+    all), fast mode, masked LM as the recipe says."""
+    from data_prep import fast_pretraining
+    from data_prep.pretraining_instances import InstanceParams
+    if all(os.path.exists(path) for path in output_files):
+        return
+    params = InstanceParams(max_seq_length=RECIPE["max_seq_length"],
+                            max_predictions_per_seq=RECIPE["max_predictions_per_seq"])
+    jobs = fast_pretraining.split_jobs(
+        fast_pretraining.plan_pieces([text_file]), output_files, os.cpu_count() or 1,
+        vocab_file=vocab_file, do_lower_case=do_lower_case, params=params,
+        dupe_factor=dupe_factor, seed=seed)
+    totals = fast_pretraining.run(jobs)
+    logging.info("Wrote %d instances (%d tokens) from %s to %s.", totals["instances"],
+                 totals["tokens"], text_file, os.path.dirname(output_files[0]))
+
+
+def bert_config(output_dir, vocab_file):
+    """bert_config.json of the recipe's model, sized to the vocabulary (once)."""
+    from modeling import BertConfig
+    path = os.path.join(output_dir, "bert_config.json")
+    if not os.path.exists(path):
+        with open(vocab_file, encoding="utf-8") as f:
+            vocab_size = sum(1 for _ in f)
+        BertConfig(vocab_size=vocab_size, **RECIPE["model"]).to_json_file(path)
+    return path
+
+
+def kept_plan(output_dir):
+    """The plan of an earlier start of this run (recipe.json), or None."""
+    path = os.path.join(output_dir, "recipe.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return Plan(**json.load(f)["plan"])
+
+
+def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step):
+    """The steps the budget buys at the measured speed, the warm-up, and how many times
+    the corpus is masked (duplicates, as `--dupe_factor`) so that training sees each
+    instance about once; written to recipe.json, so that a resumed run keeps its
+    schedule."""
+    steps = max(10, int(budget_minutes * 60 / seconds_per_step))
+    sequences = steps * RECIPE["train_batch_size"]
+    per_duplicate = max(1.0, text_bytes / CHARS_PER_TOKEN / (RECIPE["max_seq_length"] - 8))
+    dupe = int(min(RECIPE["max_dupe_factor"], max(1, math.ceil(sequences / per_duplicate))))
+    chosen = Plan(num_train_steps=steps,
+                  num_warmup_steps=int(RECIPE["warmup_share"] * steps),
+                  dupe_factor=dupe, seconds_per_step=seconds_per_step)
+    file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
+        {"recipe": RECIPE, "budget_minutes": budget_minutes,
+         "plan": dataclasses.asdict(chosen)}, indent=1))
+    return chosen
+
+
+def pretraining_task(records, heldout_records, config_file, steps, warmup):
+    """The pre-training task of the recipe on these records."""
+    from tasks.pretraining.task import PretrainingConfig, PretrainingTask
+    return PretrainingTask(PretrainingConfig(
+        input_file=",".join(records), eval_input_file=",".join(heldout_records),
+        bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],
+        max_predictions_per_seq=RECIPE["max_predictions_per_seq"], num_train_steps=steps,
+        num_warmup_steps=warmup, objective=RECIPE["objective"]))
+
+
+def trainer_config(output_dir, steps, **overrides):
+    from training.config import TrainerConfig
+    settings = dict(output_dir=output_dir, train_batch_size=RECIPE["train_batch_size"],
+                    learning_rate=RECIPE["learning_rate"], optimizer=RECIPE["optimizer"],
+                    save_checkpoints_steps=max(100, steps // 10), log_steps=100,
+                    iterations_per_loop=100)
+    settings.update(overrides)
+    return TrainerConfig(**settings)
+
+
+def calibrate(records, config_file, scratch_dir, runtime):
+    """Seconds per training step of the recipe on this machine: a short run of the real
+    training (input pipeline, model, optimizer) on `records`, timed after its first
+    steps (which trace)."""
+    from training import runner
+    steps = CALIBRATION_STEPS
+    task = pretraining_task(records, records, config_file, steps, 0)
+    timings = []
+    runner.run(task, trainer_config(scratch_dir, steps, log_steps=5, iterations_per_loop=5,
+                                    save_checkpoints_steps=steps),
+               runtime, do_train=True,
+               hooks=[lambda step, logs: timings.append(logs["sequences_per_second"])])
+    rate = sorted(timings[1:] or timings)[len(timings[1:] or timings) // 2]
+    return RECIPE["train_batch_size"] / rate

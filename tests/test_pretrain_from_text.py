@@ -1,0 +1,72 @@
+"""`pretrain_from_text.py`: plain text to a checkpoint in one command, resumable; and the
+recipe's pieces (held-out documents, the plan the budget buys)."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from tasks.pretraining import from_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = ("the cat sat on a mat while dogs ran past old houses near green fields and "
+         "people walked to markets with baskets of bread fish apples").split()
+
+
+def _corpus(path, documents=40, seed=0):
+    rng = random.Random(seed)
+    docs = ["\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) + "."
+                      for _ in range(rng.randint(3, 8))) for _ in range(documents)]
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_held_out_documents_are_every_kth_and_never_trained_on():
+    documents = [[f"doc {i} line {j}" for j in range(3)] for i in range(500)]
+    train, heldout = from_text.split_documents(documents, share=0.01)
+    assert len(heldout) == 5 and len(train) == 495
+    assert not {d[0] for d in heldout} & {d[0] for d in train}
+    assert [d[0] for d in heldout] == [f"doc {i} line 0" for i in (99, 199, 299, 399, 499)]
+    with pytest.raises(ValueError, match="too few"):
+        from_text.split_documents(documents[:3])
+
+
+def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
+    plan = from_text.choose_plan(str(tmp_path), 60, 10_000_000, seconds_per_step=0.4)
+    assert plan.num_train_steps == 9000
+    assert plan.num_warmup_steps == int(from_text.RECIPE["warmup_share"] * 9000)
+    # 9,000 x 32 sequences from ~19,000 instances per masking of 10 MB: masked 10 times at
+    # most; a larger corpus fewer times.
+    assert plan.dupe_factor == 10
+    assert from_text.choose_plan(str(tmp_path / "b"), 60, 10_000_000_000, 0.4).dupe_factor == 1
+    assert from_text.kept_plan(str(tmp_path)) == plan  # a resumed run keeps its schedule
+
+
+def test_text_to_checkpoint_and_resume(tmp_path):
+    corpus = _corpus(tmp_path / "corpus.txt")
+    out = tmp_path / "bert"
+    command = [sys.executable, os.path.join(ROOT, "pretrain_from_text.py"),
+               f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.15"]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    export = out / "pretraining" / "export"
+    assert (export / "bert_model.ckpt.index").exists() and (export / "bert_config.json").exists()
+    for name in ("vocab.txt", "bert_config.json", "recipe.json", "text/heldout.txt",
+                 "records/heldout.tfrecord", "records/train-00.tfrecord"):
+        assert (out / name).exists(), name
+    recipe = json.loads((out / "recipe.json").read_text())
+    assert recipe["plan"]["num_train_steps"] >= 10
+    assert "Held-out masked-LM accuracy" in first.stderr
+    assert f"--init_checkpoint={export}/bert_model.ckpt" in first.stderr
+    heldout = (out / "text" / "heldout.txt").read_text().strip().split("\n\n")
+    assert len(heldout) == 2  # 1% of 40 documents, at least two
+    # The same command again: every stage is there, training finished; nothing redone.
+    again = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "training already finished" in (out / "log.txt").read_text()
+    assert json.loads((out / "recipe.json").read_text()) == recipe
