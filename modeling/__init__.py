@@ -17,6 +17,7 @@ _HOMES = {
     "modeling.config": ("BertConfig", "BertConfigError"),
     "modeling.encoder": ("BertEncoder",),
     "modeling.huggingface": ("save_huggingface",),
+    "modeling.pretrained": ("from_pretrained",),
     "modeling.models": ("BertClassifier", "BertPretrainer", "BertSpanLabeler",
                         "BertTokenClassifier", "EncoderModel"),
 }

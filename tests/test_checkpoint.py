@@ -186,3 +186,40 @@ def test_every_weight_has_a_name(config):
         names = variable_map(model)
         assert len(names) == len(model.weights)
         assert json.dumps(sorted(names))  # names are plain strings
+
+
+def test_from_pretrained_reads_google_hugging_face_and_our_folders(tmp_path, tiny_config_dict,
+                                                                  tiny_inputs):
+    """One call for a Google release folder, a Hugging Face folder and
+    pretrain_from_text.py's export: the encoder with the file's weights (against the NumPy
+    forward pass) and the tokenizer with the folder's casing."""
+    import json
+    from tests.conftest import write_tf1_checkpoint
+    weights = ref.random_google_weights(tiny_config_dict, np.random.default_rng(2))
+    want = ref.encoder_forward(weights, tiny_config_dict, **tiny_inputs)["pooled_output"]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+    google = tmp_path / "cased_L-2_H-16_A-4"  # a release name: cased
+    google.mkdir()
+    write_tf1_checkpoint(weights, str(google / "bert_model.ckpt"))
+    (google / "bert_config.json").write_text(json.dumps(tiny_config_dict))
+    (google / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    encoder, tokenizer = modeling.from_pretrained(str(google))
+    np.testing.assert_allclose(encoder(tiny_inputs)["pooled_output"], want, atol=1e-5)
+    assert tokenizer.do_lower_case is False
+    assert tokenizer.tokenize("hello Worlds") == ["hello", "[UNK]"]
+    with pytest.raises(ValueError, match="cased model"):
+        modeling.from_pretrained(str(google), do_lower_case=True)
+    hf = modeling.save_huggingface(encoder, str(tmp_path / "hf"), str(google / "vocab.txt"),
+                                   do_lower_case=True)
+    encoder, tokenizer = modeling.from_pretrained(hf)
+    np.testing.assert_allclose(encoder(tiny_inputs)["pooled_output"], want, atol=1e-5)
+    assert tokenizer.do_lower_case is True and tokenizer.tokenize("Worlds") == ["world", "##s"]
+    ours = tmp_path / "run" / "pretraining" / "export"  # pretrain_from_text.py's layout
+    ours.mkdir(parents=True)
+    modeling.save_google_checkpoint(encoder, str(ours / "bert_model.ckpt"))
+    (ours / "bert_config.json").write_text(json.dumps(tiny_config_dict))
+    (tmp_path / "run" / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    encoder, tokenizer = modeling.from_pretrained(str(ours))
+    np.testing.assert_allclose(encoder(tiny_inputs)["pooled_output"], want, atol=1e-5)
+    with pytest.raises(ValueError, match="no model config"):
+        modeling.from_pretrained(str(tmp_path / "run"))
