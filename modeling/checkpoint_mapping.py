@@ -36,6 +36,12 @@ ENCODER_TABLE = (
     ("bert/pooler/dense/bias", "pooler.bias", IDENTITY),
 )
 
+# A pre-LayerNorm encoder's LayerNorm after its last block (`BertConfig.pre_layer_norm`).
+FINAL_LAYER_NORM_TABLE = (
+    ("bert/encoder/LayerNorm/gamma", "final_layer_norm.gamma", IDENTITY),
+    ("bert/encoder/LayerNorm/beta", "final_layer_norm.beta", IDENTITY),
+)
+
 # Per Transformer block: (suffix after `bert/encoder/layer_{i}/`, attribute path from the
 # block `encoder.transformer_layers[i]`, rule). All 16 tensors of a block.
 BLOCK_TABLE = (
@@ -139,7 +145,8 @@ def variable_map(model):
 
     encoder = model if isinstance(model, BertEncoder) else model.encoder
     result = {}
-    for name, path, rule in ENCODER_TABLE:
+    for name, path, rule in ENCODER_TABLE + (
+            FINAL_LAYER_NORM_TABLE if encoder.final_layer_norm is not None else ()):
         result[name] = (_resolve(encoder, path), rule)
     for i, block in enumerate(encoder.transformer_layers):
         for suffix, path, rule in BLOCK_TABLE:

@@ -37,10 +37,11 @@ _FIELDS = {
     "type_vocab_size": (16, int),
     "initializer_range": (0.02, float),
     "causal_attention": (False, bool),
+    "pre_layer_norm": (False, bool),
 }
 # Fields the original's bert_config.json does not have: written only when not at their
 # default, so that a config of the original's kind reads and writes back unchanged.
-_NEW_FIELDS = ("causal_attention",)
+_NEW_FIELDS = ("causal_attention", "pre_layer_norm")
 
 # Hugging Face names its exact (erf) gelu "gelu", while the original release's "gelu" is the
 # tanh approximation (modeling.py at HEAD). A config read from a Hugging Face file therefore
@@ -84,6 +85,13 @@ class BertConfig:
             before it (a left-to-right model, `run_pretraining.py --objective=ltr`; the
             pooled output is then the last real token's, as OpenAI GPT classifies).
             Not in the original; written to the file only when true. Defaults to False.
+        pre_layer_norm: bool. Each block normalises the input of its two branches
+            (x + attention(LayerNorm(x)), then the same for the feed-forward) instead of
+            their sums, and a LayerNorm follows the last block (Xiong et al., 2020,
+            https://arxiv.org/abs/2002.04745): trains at higher learning rates without
+            collapsing, as short pre-training runs need. Not in the original, and not
+            convertible to Hugging Face's BERT; written to the file only when true.
+            Defaults to False.
         source: str or None. File the config came from, quoted in error messages.
         **extra: Unknown keys, kept (and written back) but not used.
     """
@@ -92,7 +100,7 @@ class BertConfig:
                  num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  max_position_embeddings=512, type_vocab_size=16, initializer_range=0.02,
-                 causal_attention=False, source=None, **extra):
+                 causal_attention=False, pre_layer_norm=False, source=None, **extra):
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -105,6 +113,7 @@ class BertConfig:
         self.type_vocab_size = type_vocab_size
         self.initializer_range = initializer_range
         self.causal_attention = causal_attention
+        self.pre_layer_norm = pre_layer_norm
         self.source = source
         self.extra = dict(extra)
         self.validate()
@@ -242,6 +251,7 @@ class BertConfig:
             type_vocab_size=self.type_vocab_size,
             initializer_range=self.initializer_range,
             causal_attention=self.causal_attention,
+            pre_layer_norm=self.pre_layer_norm,
         )
 
     def __eq__(self, other):

@@ -12,6 +12,7 @@ from modeling.config import BertConfig
 from modeling.inputs import INPUT_NAMES, select_inputs
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
 from modeling.layers.attention import causal_mask_adder
+from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
 
 # Constructor argument -> BertConfig field (the original's name).
@@ -22,7 +23,7 @@ _CONFIG_FIELDS = {
     "attention_probs_dropout_prob": "attention_probs_dropout_prob",
     "max_position_embeddings": "max_position_embeddings",
     "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
-    "causal_attention": "causal_attention",
+    "causal_attention": "causal_attention", "pre_layer_norm": "pre_layer_norm",
 }
 
 
@@ -46,6 +47,8 @@ class BertEncoder(keras.Model):
         max_position_embeddings: int. Defaults to 512.
         type_vocab_size: int. Defaults to 16.
         initializer_range: float. Defaults to 0.02.
+        causal_attention, pre_layer_norm: bool. Options that are not the original's (see
+            `BertConfig`). Default False.
 
     Call arguments:
         inputs: dict of int32 Tensors of shape [batch_size, seq_length]: "input_ids",
@@ -78,7 +81,8 @@ class BertEncoder(keras.Model):
                  num_attention_heads=None, intermediate_size=None, hidden_act=None,
                  hidden_dropout_prob=None, attention_probs_dropout_prob=None,
                  max_position_embeddings=None, type_vocab_size=None,
-                 initializer_range=None, causal_attention=None, dtype=None, **kwargs):
+                 initializer_range=None, causal_attention=None, pre_layer_norm=None,
+                 dtype=None, **kwargs):
         given = dict(hidden_size=hidden_size, num_layers=num_layers,
                      num_attention_heads=num_attention_heads,
                      intermediate_size=intermediate_size, hidden_act=hidden_act,
@@ -86,17 +90,19 @@ class BertEncoder(keras.Model):
                      attention_probs_dropout_prob=attention_probs_dropout_prob,
                      max_position_embeddings=max_position_embeddings,
                      type_vocab_size=type_vocab_size, initializer_range=initializer_range,
-                     causal_attention=causal_attention)
+                     causal_attention=causal_attention, pre_layer_norm=pre_layer_norm)
         config = _resolve_config(vocab_size, {k: v for k, v in given.items()
                                               if v is not None})
-        embeddings, blocks, pooler = _make_layers(config, dtype)
-        inputs, outputs = _connect(embeddings, blocks, pooler, config.causal_attention)
+        embeddings, blocks, final_norm, pooler = _make_layers(config, dtype)
+        inputs, outputs = _connect(embeddings, blocks, final_norm, pooler,
+                                   config.causal_attention)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         self.vocab_size = config.vocab_size
         for argument, field in _CONFIG_FIELDS.items():
             setattr(self, argument, getattr(config, field))
         self.embeddings = embeddings
         self.transformer_layers = blocks
+        self.final_layer_norm = final_norm  # pre-LayerNorm models only, else None
         self.pooler = pooler
         self._bert_config = config
 
@@ -148,7 +154,8 @@ def _resolve_config(vocab_size, arguments):
 
 
 def _make_layers(c, dtype):
-    """(embeddings, Transformer blocks, pooler) of the config `c`."""
+    """(embeddings, Transformer blocks, the final LayerNorm of a pre-LayerNorm model or
+    None, pooler) of the config `c`."""
     embeddings = BertEmbeddings(
         vocab_size=c.vocab_size, hidden_size=c.hidden_size,
         max_position_embeddings=c.max_position_embeddings,
@@ -160,17 +167,20 @@ def _make_layers(c, dtype):
             intermediate_size=c.intermediate_size, hidden_act=c.hidden_act,
             hidden_dropout_prob=c.hidden_dropout_prob,
             attention_probs_dropout_prob=c.attention_probs_dropout_prob,
-            initializer_range=c.initializer_range, dtype=dtype,
-            name=f"transformer_layer_{i}")
+            initializer_range=c.initializer_range, pre_layer_norm=c.pre_layer_norm,
+            dtype=dtype, name=f"transformer_layer_{i}")
         for i in range(c.num_hidden_layers)
     ]
+    final_norm = keras.layers.LayerNormalization(
+        epsilon=LAYER_NORM_EPSILON, dtype=dtype, name="final_layer_norm") \
+        if c.pre_layer_norm else None
     pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
                                 kernel_initializer=truncated_normal(c.initializer_range),
                                 dtype=dtype, name="pooler")
-    return embeddings, blocks, pooler
+    return embeddings, blocks, final_norm, pooler
 
 
-def _connect(embeddings, blocks, pooler, causal=False):
+def _connect(embeddings, blocks, final_norm, pooler, causal=False):
     """The functional graph: (inputs, outputs) of the encoder. `causal`: each position
     attends to itself and those before it, and the pooled vector is the last real
     token's (the one that has seen the whole sequence) instead of [CLS]'s."""
@@ -185,6 +195,9 @@ def _connect(embeddings, blocks, pooler, causal=False):
     for block in blocks:
         x = block(x, mask_adder)
         encoder_outputs.append(x)
+    if final_norm is not None:  # pre-LayerNorm: the last block's sums, normalised
+        x = final_norm(x)
+        encoder_outputs[-1] = x
     if causal:
         last = ops.maximum(ops.sum(inputs["input_mask"], axis=1) - 1, 0)
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)

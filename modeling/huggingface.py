@@ -76,6 +76,10 @@ def architecture(model):
                          f"has no class for it" + (": a BiLSTM head" if getattr(
                              model, "bilstm", None) else "") + "). Export it as a SavedModel "
                          "or a checkpoint instead.")
+    if getattr(model, "encoder", model).bert_config().pre_layer_norm:
+        raise ValueError("pre_layer_norm is true in this model's config: Hugging Face's BERT "
+                         "has post-LayerNorm blocks only, so it cannot hold this model; export "
+                         "a SavedModel (export_saved_model.py) or keep the checkpoint.")
     return name
 
 

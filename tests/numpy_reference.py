@@ -62,18 +62,28 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
         def dense(t, name):
             return t @ w[p + name + "/kernel"] + w[p + name + "/bias"]
 
-        q = dense(x, "attention/self/query").reshape(B, S, N, D).transpose(0, 2, 1, 3)
-        k = dense(x, "attention/self/key").reshape(B, S, N, D).transpose(0, 2, 1, 3)
-        v = dense(x, "attention/self/value").reshape(B, S, N, D).transpose(0, 2, 1, 3)
+        def norm(t, which):
+            return layer_norm(t, w[p + which + "/LayerNorm/gamma"],
+                              w[p + which + "/LayerNorm/beta"])
+
+        pre = cfg.get("pre_layer_norm", False)  # x + f(LN(x)) instead of LN(x + f(x))
+        inp = norm(x, "attention/output") if pre else x
+        q = dense(inp, "attention/self/query").reshape(B, S, N, D).transpose(0, 2, 1, 3)
+        k = dense(inp, "attention/self/key").reshape(B, S, N, D).transpose(0, 2, 1, 3)
+        v = dense(inp, "attention/self/value").reshape(B, S, N, D).transpose(0, 2, 1, 3)
         probs = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(D) + adder)
         ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
-        a = layer_norm(dense(ctx, "attention/output/dense") + x,
-                       w[p + "attention/output/LayerNorm/gamma"],
-                       w[p + "attention/output/LayerNorm/beta"])
-        h = act(dense(a, "intermediate/dense"))
-        x = layer_norm(dense(h, "output/dense") + a, w[p + "output/LayerNorm/gamma"],
-                       w[p + "output/LayerNorm/beta"])
+        if pre:
+            a = x + dense(ctx, "attention/output/dense")
+            x = a + dense(act(dense(norm(a, "output"), "intermediate/dense")), "output/dense")
+        else:
+            a = norm(dense(ctx, "attention/output/dense") + x, "attention/output")
+            h = act(dense(a, "intermediate/dense"))
+            x = norm(dense(h, "output/dense") + a, "output")
         layers.append(x)
+    if cfg.get("pre_layer_norm", False):
+        x = layer_norm(x, w["bert/encoder/LayerNorm/gamma"], w["bert/encoder/LayerNorm/beta"])
+        layers[-1] = x
     summary = x[np.arange(B), input_mask.sum(1) - 1] if causal else x[:, 0]
     pooled = np.tanh(summary @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": layers,
@@ -124,6 +134,8 @@ def random_google_weights(cfg, rng, heads=("pretraining",), num_labels=3):
         for ln in ("attention/output/LayerNorm", "output/LayerNorm"):
             shapes[p + ln + "/gamma"] = (H,)
             shapes[p + ln + "/beta"] = (H,)
+    if cfg.get("pre_layer_norm", False):
+        shapes["bert/encoder/LayerNorm/gamma"] = shapes["bert/encoder/LayerNorm/beta"] = (H,)
     if "pretraining" in heads:
         shapes.update({
             "cls/predictions/transform/dense/kernel": (H, H),

@@ -125,3 +125,31 @@ def test_initialisers_follow_the_original(tiny_config_dict):
         else:  # truncated normal, stddev 0.02: nothing beyond 2 sigma
             assert np.max(np.abs(value)) <= 0.04 + 1e-7, name
             assert 0.01 < value.std() < 0.02, name
+
+
+def test_pre_layer_norm_encoder_matches_numpy(tmp_path, tiny_config_dict, tiny_inputs):
+    """The pre-LayerNorm option (not the original's): each branch's input normalised, a
+    LayerNorm after the last block, stored as bert/encoder/LayerNorm; against the NumPy
+    forward pass through a TF1 checkpoint, and through our own checkpoint and back."""
+    config = dict(tiny_config_dict, pre_layer_norm=True)
+    weights = ref.random_google_weights(config, np.random.default_rng(5))
+    prefix = write_tf1_checkpoint(weights, str(tmp_path / "pre_ln.ckpt"))
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(config))
+    report = modeling.load_checkpoint(encoder, prefix, strict=True)
+    assert not report.not_filled and "bert/encoder/LayerNorm/gamma" in report.loaded
+    out = encoder(tiny_inputs, training=False)
+    want = ref.encoder_forward(weights, config, **tiny_inputs)
+    mask = tiny_inputs["input_mask"]
+    assert _masked_max_diff(out["sequence_output"], want["sequence_output"], mask) < TOL
+    for got, exp in zip(out["encoder_outputs"], want["encoder_outputs"]):
+        assert _masked_max_diff(got, exp, mask) < TOL
+    assert np.max(np.abs(out["pooled_output"] - want["pooled_output"])) < TOL
+    # Post-LayerNorm weights give other outputs: the option really changes the blocks.
+    post = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    modeling.load_checkpoint(post, prefix)
+    assert np.max(np.abs(post(tiny_inputs)["pooled_output"] - out["pooled_output"])) > 1e-2
+    # The config says so in its file, and a Hugging Face export is refused by name.
+    assert modeling.BertConfig.from_dict(config).to_dict()["pre_layer_norm"] is True
+    assert "pre_layer_norm" not in modeling.BertConfig.from_dict(tiny_config_dict).to_dict()
+    with pytest.raises(ValueError, match="pre_layer_norm"):
+        modeling.save_huggingface(encoder, str(tmp_path / "hf"))

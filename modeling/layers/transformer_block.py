@@ -1,4 +1,5 @@
-"""One post-LayerNorm Transformer block: self-attention and feed-forward, each residual.
+"""One Transformer block: self-attention and feed-forward, each residual, with BERT's
+post-LayerNorm (or, as an option, pre-LayerNorm).
 
 Pipeline position: `BertEncoder` stacks `num_hidden_layers` of these.
 """
@@ -22,6 +23,12 @@ class TransformerBlock(keras.layers.Layer):
     ```
     Dropout sits exactly where the original puts it: after each of the two output
     projections (and on the attention probabilities), none inside the feed-forward.
+    With `pre_layer_norm` (not the original's), the same weights normalise each branch's
+    input instead of the sums:
+    ```
+    attn = x + dropout(attention_output(self_attention(LayerNorm(x))))
+    out  = attn + dropout(output(hidden_act(intermediate(LayerNorm(attn)))))
+    ```
 
     Args:
         hidden_size: int. Width H.
@@ -32,6 +39,7 @@ class TransformerBlock(keras.layers.Layer):
         hidden_dropout_prob: float. Residual-branch dropout. Defaults to 0.1.
         attention_probs_dropout_prob: float. Attention dropout. Defaults to 0.1.
         initializer_range: float. Kernel initialiser stddev. Defaults to 0.02.
+        pre_layer_norm: bool. Pre-LayerNorm residuals (see above). Defaults to False.
 
     Call arguments:
         x: float Tensor of shape [batch_size, seq_length, hidden_size].
@@ -44,7 +52,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, *, hidden_size, num_attention_heads, intermediate_size,
                  hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, pre_layer_norm=False, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
             raise ValueError(f"hidden_size={hidden_size} is not a multiple of "
@@ -56,6 +64,7 @@ class TransformerBlock(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
+        self.pre_layer_norm = pre_layer_norm
 
         policy = self.dtype_policy
         init = lambda: truncated_normal(initializer_range)  # noqa: E731
@@ -95,6 +104,13 @@ class TransformerBlock(keras.layers.Layer):
         # MatMul + BiasAdd (+ activation) that TensorFlow fuses, no per-layer reshapes.
         shape = ops.shape(x)
         tokens = ops.reshape(x, (-1, self.hidden_size))
+        if self.pre_layer_norm:
+            attn = self.attention_output(self.self_attention(
+                self.attention_layer_norm(tokens), mask_adder, training=training))
+            attn = tokens + self.attention_dropout(attn, training=training)
+            out = self.output_dense(self.intermediate(self.output_layer_norm(attn)))
+            out = attn + self.output_dropout(out, training=training)
+            return ops.reshape(out, shape)
         attn = self.attention_output(self.self_attention(tokens, mask_adder,
                                                          training=training))
         attn = self.attention_layer_norm(self.attention_dropout(attn, training=training)
@@ -116,5 +132,6 @@ class TransformerBlock(keras.layers.Layer):
             "hidden_dropout_prob": self.hidden_dropout_prob,
             "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
             "initializer_range": self.initializer_range,
+            "pre_layer_norm": self.pre_layer_norm,
         })
         return config
