@@ -190,6 +190,7 @@ def main():
         == labels)) for name, fn in paths.items()}
 
     latency = {name: [] for name in paths}
+    throughput = {name: [] for name in paths}
     for _ in range(args.rounds):
         for name, fn in paths.items():
             for i, s in enumerate(sentences[:300]):
@@ -197,6 +198,24 @@ def main():
                 fn([s])
                 if i >= 5:
                     latency[name].append(time.perf_counter() - start)
+        for name, fn in paths.items():
+            start = time.perf_counter()
+            for i in range(0, len(sentences), 32):
+                fn(sentences[i:i + 32])
+            throughput[name].append(len(sentences) / (time.perf_counter() - start))
+
+    # One predictor shared by two threads (a web server's workers) against one thread:
+    # single-sentence requests, the same total, requests/s.
+    import concurrent.futures
+    shared = {}
+    for threads in (1, 2):
+        rates = []
+        for _ in range(args.rounds):
+            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+                start = time.perf_counter()
+                list(pool.map(lambda s: ours["ours fp32"]([s]), sentences[:400]))
+                rates.append(400 / (time.perf_counter() - start))
+        shared[threads] = statistics.median(rates)
 
     children = {
         "ours fp32": OURS_CHILD.format(root=ROOT, export=export_dir, precision="float32",
@@ -239,11 +258,16 @@ def main():
                                                     for n in names) + " | | |")
     row("batch 1, median latency (ms)",
         {n: 1e3 * statistics.median(v) for n, v in latency.items()}, ".2f", True)
+    row("batch 32, sentences/s",
+        {n: statistics.median(v) for n, v in throughput.items()}, ".1f", False)
     row("cold start to first answer (s)",
         {n: statistics.median(v) for n, v in starts.items()}, ".2f", True)
     row("RSS after 1,000 requests (MB)",
         {n: statistics.median(r["rss_mb"] for r in reports[n]) for n in children}, ".0f",
         True)
+    print(f"\nOne predictor (float32) shared by threads, single-sentence requests: 1 thread "
+          f"{shared[1]:.0f} requests/s, 2 threads {shared[2]:.0f} requests/s "
+          f"({shared[2] / shared[1]:.2f}x).")
     print("\nspeed ratios above 1: ours faster / smaller. serving.load's processes imported "
           "TensorFlow: " + ", ".join(f"{n} {any(r['tensorflow'] for r in reports[n])}"
                                      for n in ("ours fp32", "ours int8")) +

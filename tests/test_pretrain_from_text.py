@@ -49,7 +49,7 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     corpus = _corpus(tmp_path / "corpus.txt")
     out = tmp_path / "bert"
     command = [sys.executable, os.path.join(ROOT, "pretrain_from_text.py"),
-               f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.15"]
+               f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.05"]
     first = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
