@@ -3,7 +3,7 @@
 Pipeline position: text -> vocabulary -> TFRecords -> pre-training -> a checkpoint for
 the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
 `create_pretraining_data`, `run_pretraining.py`), with the CPU recipe of
-`tasks.pretraining.from_text` (README.md, "Pre-training on a CPU"); rerunning the same
+`tasks.pretraining.from_text` (docs/pretraining.md, "Pre-training on a CPU"); rerunning the same
 command resumes where it stopped.
 
     python pretrain_from_text.py --input_text='books/*.txt,wiki.txt' --output_dir=my_bert \

@@ -1,7 +1,7 @@
 """BERT in Keras 3: configuration, layers, encoder, heads, models and checkpoint I/O.
 
 Pipeline position: the model every stage uses (text -> TFRecords -> pre-training ->
-fine-tuning -> SavedModel). See README.md for how the pieces fit.
+fine-tuning -> SavedModel). See docs/repository.md for how the pieces fit.
 
 The names below are imported when first used (`modeling.BertConfig` imports
 `modeling.config` then), so that a light module of this package (`modeling.inputs`, the

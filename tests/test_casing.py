@@ -63,7 +63,7 @@ JAPANESE = [
 
 
 def test_japanese_from_text_to_instances_keeps_its_letters_when_cased(tmp_path):
-    """Text -> vocabulary -> TFRecords, cased, as the README's 'Your own language': the
+    """Text -> vocabulary -> TFRecords, cased, as docs/data.md's 'Your own language': the
     instances decode to the corpus's own characters (dakuten and handakuten kept)."""
     from data_prep import pretraining_records
     from text.tokenization import load_vocab

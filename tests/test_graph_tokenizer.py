@@ -66,7 +66,7 @@ def test_graph_tokenizer_invalid_utf8_dropped_like_python(vocab_file):
 # Code points unassigned in Python 3.11's Unicode 14 database (so the Python tokenizer
 # keeps them as they are) to which TensorFlow's newer ICU applies Unicode 16 lower-casing
 # or canonical decompositions (Todhri, Tulu-Tigalari, Gurung Khema, Kirat Rai). Documented
-# in README.md; any other difference fails the test.
+# in docs/differences.md; any other difference fails the test.
 KNOWN_UNICODE_16_DIFFERENCES = {
     0x105C9, 0x105E4, 0x11383, 0x11385, 0x1138E, 0x11391, 0x113C5, 0x113C7, 0x113C8,
     0x16121, 0x16122, 0x16123, 0x16124, 0x16125, 0x16126, 0x16127, 0x16128, 0x16D68,

@@ -4,7 +4,7 @@ Pipeline position: text -> token ids, for pre-training data, every fine-tuning r
 feature extraction. `text.graph_tokenizer` is the in-graph twin (same ids) used by
 tf.data pipelines and SavedModels.
 
-The steps, in the original's order (see README "Tokenization"):
+The steps, in the original's order (see docs/data.md, "Tokenization"):
   1. clean: drop NUL, U+FFFD and control characters (Cc/Cf except \\t \\n \\r); map
      whitespace (space, \\t, \\n, \\r, Zs) to a space;
   2. put spaces around CJK ideographs (all models, English included);

@@ -83,5 +83,5 @@ class PlateauWatch:
             "collapse: every token the same vector); too little or too much warm-up; "
             "records in corpus order (create_pretraining_data --mode=fast from before "
             "2026-11-25 did not shuffle across pieces: make them again); a corpus of "
-            "repeated lines. See README.md, \"Pre-training on a CPU\", for a recipe that "
-            "leaves it.", step, self.num_train_steps, loss, self.entropy)
+            "repeated lines. See docs/pretraining.md, \"Pre-training on a CPU\", for a recipe "
+            "that leaves it.", step, self.num_train_steps, loss, self.entropy)
