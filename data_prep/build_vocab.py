@@ -13,12 +13,17 @@ then the learned pieces. At the end it reports the share of the corpus's words t
       --vocab_size=30522 --do_lower_case
 """
 
+import os
 import sys
 import time
 
 from absl import flags, logging
 
-import cli
+if not __package__:  # run by its path: this project's packages import from the
+    # repository root, as under `python -m data_prep.<tool>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cli  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated files or globs.")
 flags.DEFINE_string("output_file", None, "The vocabulary file to write.")
@@ -89,6 +94,11 @@ def report_coverage(found):
                     found["corpus_chars"] - found["alphabet"], fix)
 
 
-if __name__ == "__main__":
+def run_as_script():
+    """The tool's command line (also the root script's, where there is one)."""
     flags.mark_flags_as_required(["input_file", "output_file"])
     cli.run(main)
+
+
+if __name__ == "__main__":
+    run_as_script()

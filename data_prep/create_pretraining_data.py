@@ -23,7 +23,11 @@ import time
 
 from absl import flags, logging
 
-import cli
+if not __package__:  # run by its path: this project's packages import from the
+    # repository root, as under `python -m data_prep.<tool>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cli  # noqa: E402
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file(s): comma-separated list of files or globs.")
@@ -251,6 +255,11 @@ def _main_then_exit(argv):
     os._exit(0)
 
 
-if __name__ == "__main__":
+def run_as_script():
+    """The tool's command line (also the root script's, where there is one)."""
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
     cli.run(_main_then_exit)
+
+
+if __name__ == "__main__":
+    run_as_script()

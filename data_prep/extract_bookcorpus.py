@@ -19,7 +19,11 @@ import time
 
 from absl import flags
 
-import cli
+if not __package__:  # run by its path: this project's packages import from the
+    # repository root, as under `python -m data_prep.<tool>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cli  # noqa: E402
 
 flags.DEFINE_string("input_dir", None, "Folder of book .txt files (searched recursively).")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -84,6 +88,11 @@ def main(_):
           f"({time.time() - start:.1f} s){notes}.", file=sys.stderr)
 
 
-if __name__ == "__main__":
+def run_as_script():
+    """The tool's command line (also the root script's, where there is one)."""
     flags.mark_flags_as_required(["input_dir", "output_dir"])
     cli.run(main, log_beside_output=True)
+
+
+if __name__ == "__main__":
+    run_as_script()

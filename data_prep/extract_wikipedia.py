@@ -22,7 +22,11 @@ import xml.etree.ElementTree as ET
 
 from absl import flags
 
-import cli
+if not __package__:  # run by its path: this project's packages import from the
+    # repository root, as under `python -m data_prep.<tool>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cli  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "The dump: .xml.bz2 or .xml.")
 flags.DEFINE_string("output_dir", None, "Folder for the document files.")
@@ -128,6 +132,11 @@ def main(_):
           f" sentences split as '{language}').", file=sys.stderr)
 
 
-if __name__ == "__main__":
+def run_as_script():
+    """The tool's command line (also the root script's, where there is one)."""
     flags.mark_flags_as_required(["input_file", "output_dir"])
     cli.run(main, log_beside_output=True)
+
+
+if __name__ == "__main__":
+    run_as_script()

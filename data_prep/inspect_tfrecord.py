@@ -11,10 +11,16 @@ the segment boundary.
 """
 
 import collections
+import os
+import sys
 
 from absl import flags
 
-import cli
+if not __package__:  # run by its path: this project's packages import from the
+    # repository root, as under `python -m data_prep.<tool>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cli  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "TFRecord file(s): comma-separated files or globs.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary the files were made with.")
@@ -96,6 +102,11 @@ def main(_):
                                            for lo, c in sorted(lengths.items())))
 
 
-if __name__ == "__main__":
+def run_as_script():
+    """The tool's command line (also the root script's, where there is one)."""
     flags.mark_flags_as_required(["input_file", "vocab_file"])
     cli.run(main)
+
+
+if __name__ == "__main__":
+    run_as_script()
