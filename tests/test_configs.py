@@ -20,6 +20,9 @@ CONFIGS = {  # flag file -> (script, values it must set)
     "pretraining_phase1_128.cfg": ("run_pretraining.py", {
         "max_seq_length": "128", "max_predictions_per_seq": "20", "train_batch_size": "256",
         "learning_rate": "1e-4", "num_train_steps": "900000", "num_warmup_steps": "10000"}),
+    "pretraining_cpu_1h.cfg": ("run_pretraining.py", {
+        "objective": "mlm", "max_seq_length": "128", "max_predictions_per_seq": "20",
+        "train_batch_size": "32", "learning_rate": "3e-4", "optimizer": "adamw_original"}),
     "pretraining_phase2_512.cfg": ("run_pretraining.py", {
         "max_seq_length": "512", "max_predictions_per_seq": "80",
         "num_train_steps": "100000"}),
@@ -53,3 +56,17 @@ def test_flag_file_is_read_by_its_script(parsed, name):
     for flag, value in CONFIGS[name][1].items():
         assert f"--{flag}={value}" in lines, (flag, value)
     assert set(os.listdir(os.path.join(ROOT, "configs"))) == set(CONFIGS)
+
+
+def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
+    """configs/pretraining_cpu_1h.cfg holds the values `pretrain_from_text.py` uses."""
+    from tasks.pretraining.from_text import RECIPE
+    flags = dict(line.lstrip("-").split("=", 1) for line in open(
+        os.path.join(ROOT, "configs", "pretraining_cpu_1h.cfg"), encoding="utf-8")
+        if line.startswith("--") and "=" in line)
+    for key in ("objective", "max_seq_length", "max_predictions_per_seq", "train_batch_size",
+                "optimizer"):
+        assert flags[key].strip() == str(RECIPE[key]), key
+    assert float(flags["learning_rate"]) == RECIPE["learning_rate"]
+    steps, warmup = int(flags["num_train_steps"]), int(flags["num_warmup_steps"])
+    assert warmup == int(RECIPE["warmup_share"] * steps)
