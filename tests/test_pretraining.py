@@ -247,4 +247,6 @@ def test_a_run_on_the_plateau_is_warned_about_once(caplog):
     left = plateau.PlateauWatch(entropy=6.6, num_train_steps=1000)
     left(300, {"masked_lm_loss": 5.2})
     left(600, {"masked_lm_loss": 6.5})  # checked once only
+    short = plateau.PlateauWatch(entropy=6.6, num_train_steps=80)  # a demo: not judged
+    short(40, {"masked_lm_loss": 6.5})
     assert not caplog.records

@@ -24,6 +24,8 @@ CHECK_AT_SHARE = 0.3
 # ...and counts the run as on the plateau while its loss is within this many nats of the
 # unigram entropy.
 MARGIN_NATS = 1.0
+# Runs shorter than this are not judged (a demo, a calibration): too short to leave it.
+MIN_STEPS = 1000
 
 
 def unigram_entropy(files, max_seq_length, max_predictions_per_seq, records=4000):
@@ -67,7 +69,8 @@ class PlateauWatch:
         self.warned = False
 
     def __call__(self, step, logs):
-        if self.done or step < self.check_step or self.loss_name not in logs:
+        if (self.done or self.num_train_steps < MIN_STEPS or step < self.check_step
+                or self.loss_name not in logs):
             return
         self.done = True
         loss = float(logs[self.loss_name])
