@@ -134,6 +134,12 @@ class MultipleChoiceTask(Task):
         logging.info("Predicted %d examples of %s.", len(examples), path)
         return {"test_results.tsv": "".join(rows)}, None
 
+    def serving_requests(self):
+        """The dev questions as (context, question, choices)."""
+        if "dev" not in self.splits:
+            return None
+        return [(e.context, e.question or "", list(e.choices)) for e in self.splits["dev"][1]]
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         export_multiple_choice(model, export_dir, c.vocab_file, c.do_lower_case,

@@ -215,6 +215,14 @@ class SquadTask(Task):
         return {"answer": predictions["question"], "probability": best["probability"],
                 "score": best["start_logit"] + best["end_logit"]}
 
+    def serving_requests(self):
+        """The predict file's questions with their passages, as (question, context)."""
+        if not self.predict_json:
+            return None
+        return [(qa["question"], paragraph["context"])
+                for article in self.predict_json["data"]
+                for paragraph in article.get("paragraphs", []) for qa in paragraph["qas"]]
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         reading = c.reading()

@@ -175,6 +175,10 @@ class TaggingTask(Task):
         return {"test_predictions.txt": "".join(lines),
                 "test_results.txt": self.format_results(results)}, results
 
+    def serving_requests(self):
+        """The dev sentences as texts, their words joined by spaces."""
+        return [" ".join(s.words) for s in self.dev[1]] if self.dev else None
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
         export_tagging(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
