@@ -216,12 +216,11 @@ class SquadTask(Task):
                 "score": best["start_logit"] + best["end_logit"]}
 
     def serving_requests(self):
-        """The predict file's questions with their passages, as (question, context)."""
-        if not self.predict_json:
+        """The predict file's questions with their passages (words joined by spaces), as
+        (question, context)."""
+        if not self.predict_examples:
             return None
-        return [(qa["question"], paragraph["context"])
-                for article in self.predict_json["data"]
-                for paragraph in article.get("paragraphs", []) for qa in paragraph["qas"]]
+        return [(e.question_text, " ".join(e.doc_tokens)) for e in self.predict_examples]
 
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
