@@ -70,9 +70,26 @@ class Recipe(Bench):
             dst.write(src.read())
         return folder
 
+    def random_checkpoint(self):
+        """The recipe's model with random weights (seed 1), heads included, as a
+        checkpoint: what the held-out masked LM of random weights is measured on."""
+        folder = os.path.join(self.work, "random-checkpoint")
+        prefix = os.path.join(folder, "bert_model.ckpt")
+        if not os.path.exists(prefix + ".index"):
+            import keras
+
+            import modeling
+            keras.utils.set_random_seed(1)
+            config = modeling.BertConfig.from_json_file(
+                os.path.join(self.recipe_dir, "bert_config.json"))
+            model = modeling.BertPretrainer(config, next_sentence=False)
+            os.makedirs(folder, exist_ok=True)
+            modeling.save_google_checkpoint(model, prefix)
+            config.to_json_file(os.path.join(folder, "bert_config.json"))
+        return folder
+
     def heldout_mlm(self, model, tag):
-        """Masked-LM accuracy and perplexity on WikiText-2 test (random weights: no
-        checkpoint)."""
+        """Masked-LM accuracy and perplexity on WikiText-2 test."""
         text = english_corpus.heldout(self.args.shared_dir, self.work)
         records = os.path.join(self.work, "heldout_records", "wikitext2_test.tfrecord")
         self.run("data_prep/create_pretraining_data.py", {
@@ -132,7 +149,7 @@ def main():
     corpus, export = bench.pretrain_recipe()
     random_weights = bench.random_init()
     mlm = {"pre-trained": bench.heldout_mlm(export, "pretrained"),
-           "random weights": bench.heldout_mlm(random_weights, "random")}
+           "random weights": bench.heldout_mlm(bench.random_checkpoint(), "random")}
     scores = {name: {task: [bench.fine_tune(model, task, tag, seed)
                             for seed in range(1, args.seeds + 1)] for task in TASKS}
               for name, model, tag in (("pre-trained", export, "pretrained"),
