@@ -22,6 +22,7 @@ with `tasks.pretraining` and `tasks.classification`), configured in Python.
     python demo.py [--output_dir=demo_output]
 """
 
+import dataclasses
 import json
 import os
 import time
@@ -29,12 +30,22 @@ import time
 from absl import flags
 
 import cli
+from cli.flags import define_settings
+from common.settings import setting
 from modeling.inputs import INPUT_NAMES
 
-flags.DEFINE_string("output_dir", "demo_output", "Folder for everything the demo writes.")
-flags.DEFINE_integer("vocab_size", 1000, "Size of the vocabulary to learn.")
-flags.DEFINE_integer("pretraining_steps", 80, "Pre-training steps of the small model.")
-flags.DEFINE_integer("seed", 12345, "Seed for weights, dropout and shuffling.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoSettings:
+    """The demo's settings."""
+    output_dir: str = setting("demo_output", help="Folder for everything the demo writes.")
+    vocab_size: int = setting(1000, help="Size of the vocabulary to learn.")
+    pretraining_steps: int = setting(80, help="Pre-training steps of the small model.")
+    seed: int = setting(12345, help="Seed for weights, dropout and shuffling.")
+
+
+define_settings(DemoSettings)
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))

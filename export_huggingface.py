@@ -12,26 +12,33 @@ is `modeling.huggingface.save_huggingface`. The log goes beside the folder
       --task_type=classification --labels=0,1 --output_dir=mrpc_hf
 """
 
+import dataclasses
+
 from absl import flags, logging
 
 import cli
 from cli.flags import config_from_flags, define_settings
 from common import file_io
+from common.settings import setting
+from common.shared_settings import ModelFiles, Vocabulary
 from tasks import registry
 
 TASKS = registry.load_all()
-flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json (or a Hugging "
-                    "Face config.json).")
-flags.DEFINE_string("init_checkpoint", None, "The checkpoint: Google TF1, this project's "
-                    "(e.g. output_dir/best/model.ckpt) or model.safetensors.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary, copied beside the model.")
-flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
-flags.DEFINE_string("output_dir", None, "The Hugging Face model folder to write.")
-flags.DEFINE_enum("task_type", "encoder",
-                  ["encoder"] + registry.names(where=lambda entry: entry.export),
-                  "Which model the checkpoint holds: encoder (AutoModel), or a task's model "
-                  f"({', '.join(registry.names(False, lambda entry: entry.export))}; older "
-                  "task names are accepted too).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HuggingFaceExportSettings(ModelFiles, Vocabulary):
+    """This script's settings (the vocabulary, when given, is copied beside the model);
+    each task's own settings that build its model (labels...) are added below."""
+    output_dir: str = setting(help="The Hugging Face model folder to write.")
+    task_type: str = setting(
+        "encoder", choices=["encoder"] + registry.names(where=lambda entry: entry.export),
+        help="Which model the checkpoint holds: encoder (AutoModel), or a task's model "
+        f"({', '.join(registry.names(False, lambda entry: entry.export))}; older task "
+        "names are accepted too).")
+
+
+define_settings(HuggingFaceExportSettings)
 for _entry in TASKS.values():  # each task's settings that build its model (labels...)
     if _entry.export and _entry.export.options:
         define_settings(_entry.export.options)

@@ -16,11 +16,15 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
       --export_dir=mrpc_model
 """
 
+import dataclasses
+
 from absl import flags, logging
 
 import cli
 from cli.flags import config_from_flags, define_settings, require_flags
 from common import file_io
+from common.settings import setting
+from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
 from tasks import registry
 
 # Built in, beside the tasks: the TF Hub-style encoder and its preprocessor.
@@ -32,28 +36,27 @@ def _has_saved_model(entry):
     return bool(entry.export and entry.export.save)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportSettings(ModelFiles, Vocabulary, SequenceLength):
+    """This script's settings; each task's own export settings are added below."""
+    task_type: str = setting(
+        "classification", choices=registry.names(where=_has_saved_model) + list(HUB_TYPES),
+        help="What to export: a task model with its head (one of "
+        f"{', '.join(registry.names(False, _has_saved_model))}; the name of the run_*.py "
+        "script's task), with raw-text and ids signatures; or, TF Hub style, the encoder "
+        "(a dict of input_word_ids/input_mask/input_type_ids in; pooled_output, "
+        "sequence_output, encoder_outputs out) or its preprocessor (strings in, the "
+        "encoder's inputs out; needs only --vocab_file). Older task names are accepted too.")
+    export_dir: str = setting(help="Where to write the SavedModel.")
+    tflite: bool = setting(True, help="Also write model.tflite: the ids signature "
+                           "converted to TF Lite with builtin ops only (serving_ids; the "
+                           "encoder's serving_default), the fast path of serving.load; "
+                           "--notflite skips it.")
+    tflite_quantize: bool = setting(False, help="Also write model_int8.tflite, "
+                                    "dynamic-range quantized (int8 weights); implies --tflite.")
 
-flags.DEFINE_enum("task_type", "classification",
-                  registry.names(where=_has_saved_model) + list(HUB_TYPES),
-                  "What to export: a task model with its head (one of "
-                  f"{', '.join(registry.names(False, _has_saved_model))}; "
-                  "the name of the run_*.py script's task), with raw-text and ids "
-                  "signatures; or, TF Hub style, the encoder (a dict of "
-                  "input_word_ids/input_mask/input_type_ids in; pooled_output, "
-                  "sequence_output, encoder_outputs out) or its preprocessor (strings in, the "
-                  "encoder's inputs out; needs only --vocab_file). Older task names are "
-                  "accepted too.")
-flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
-flags.DEFINE_string("init_checkpoint", None, "The fine-tuned checkpoint to export.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "True for uncased models.")
-flags.DEFINE_integer("max_seq_length", 128, "Inputs are truncated to this length.")
-flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
-flags.DEFINE_bool("tflite", True, "Also write model.tflite: the ids signature converted "
-                  "to TF Lite with builtin ops only (serving_ids; the encoder's "
-                  "serving_default), the fast path of serving.load; --notflite skips it.")
-flags.DEFINE_bool("tflite_quantize", False, "Also write model_int8.tflite, dynamic-range "
-                  "quantized (int8 weights); implies --tflite.")
+
+define_settings(ExportSettings)
 for _entry in TASKS.values():  # each task's own export settings
     if _entry.export and _entry.export.options:
         define_settings(_entry.export.options)

@@ -12,48 +12,61 @@ checkpoint, a Hugging Face model.safetensors or this project's TF2 checkpoint.
       --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 """
 
+import dataclasses
 import json
 import time
+from typing import Optional
 
 from absl import app, flags, logging
 
 import cli
+from cli.flags import define_settings
+from common.settings import setting
+from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
 
-flags.DEFINE_string("input_file", None,
-                    "Text file with one example per line; 'text_a ||| text_b' for a pair.")
-flags.DEFINE_string("output_file", None, "JSON-lines file to write, one object per line.")
-flags.DEFINE_string("layers", "-1,-2,-3,-4",
-                    "Comma-separated indexes of the encoder layers to output: -1 = the last "
-                    "block, 0 = the first block; 'embeddings' = the embedding layer (its "
-                    "\"index\" in the output is \"embeddings\").")
-flags.DEFINE_string("bert_config_file", None,
-                    "The bert_config.json (or Hugging Face config.json) of the model.")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "Maximum total input length after WordPiece, [CLS] and [SEP] included. "
-                     "Longer inputs are truncated.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to read: a TF1 prefix, a folder, or a model.safetensors.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case and strip accents: True for uncased models, False for cased.")
-flags.DEFINE_integer("batch_size", 32, "Batch size for prediction.")
-flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean", "pooled"],
-                  "Add a sentence vector per line as \"embedding\": cls (the [CLS] vector), "
-                  "mean (the mean over real tokens; how all-MiniLM-L6-v2 is meant to be "
-                  "used), each averaged over --layers, or pooled (the tanh pooler output). "
-                  "none: the original's output only.")
-flags.DEFINE_enum("output_format", "jsonl", ["jsonl", "npy"],
-                  "jsonl: the original's JSON lines; npy: only the sentence vectors, as one "
-                  "float32 matrix [lines, hidden_size] in --output_file, and the lines in "
-                  "--output_file with .lines.txt for .npy (needs --pooling).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FeatureSettings(ModelFiles, Vocabulary, SequenceLength):
+    """This script's settings, the original's names."""
+    input_file: str = setting(help="Text file with one example per line; 'text_a ||| "
+                              "text_b' for a pair.")
+    output_file: str = setting(help="JSON-lines file to write, one object per line.")
+    layers: str = setting("-1,-2,-3,-4", help="Comma-separated indexes of the encoder "
+                          "layers to output: -1 = the last block, 0 = the first block; "
+                          "'embeddings' = the embedding layer (its \"index\" in the output "
+                          "is \"embeddings\").")
+    batch_size: int = setting(32, help="Batch size for prediction.")
+    pooling: str = setting(
+        "none", choices=("none", "cls", "mean", "pooled"),
+        help="Add a sentence vector per line as \"embedding\": cls (the [CLS] vector), "
+        "mean (the mean over real tokens; how all-MiniLM-L6-v2 is meant to be used), each "
+        "averaged over --layers, or pooled (the tanh pooler output). none: the original's "
+        "output only.")
+    output_format: str = setting(
+        "jsonl", choices=("jsonl", "npy"),
+        help="jsonl: the original's JSON lines; npy: only the sentence vectors, as one "
+        "float32 matrix [lines, hidden_size] in --output_file, and the lines in "
+        "--output_file with .lines.txt for .npy (needs --pooling).")
+
+
+define_settings(FeatureSettings)
+
+
 # Accepted so that the original's command lines keep working; TPU use goes through
 # tf.distribute in this implementation, and embeddings are always gathered.
-flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; has no effect here.")
-flags.DEFINE_string("master", None, "Accepted for compatibility; has no effect here.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility; has no effect here.")
-flags.DEFINE_bool("use_one_hot_embeddings", False,
-                  "Accepted for compatibility; has no effect here.")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TpuSettings:
+    """The original's TPU settings: no effect here."""
+    use_tpu: bool = setting(False, help="Accepted for compatibility; has no effect here.")
+    master: Optional[str] = setting(None, help="Accepted for compatibility; has no effect "
+                                    "here.")
+    num_tpu_cores: int = setting(8, help="Accepted for compatibility; has no effect here.")
+    use_one_hot_embeddings: bool = setting(False, help="Accepted for compatibility; has "
+                                           "no effect here.")
 
+
+define_settings(TpuSettings)
 FLAGS = flags.FLAGS
 
 

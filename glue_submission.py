@@ -11,11 +11,22 @@ mnli_out,qnli_out,rte_out,wnli_out --output_file=glue_submission.zip
 
 from absl import flags, logging
 
+import dataclasses
 import cli
+from cli.flags import define_settings
+from common.settings import setting
 
-flags.DEFINE_list("run_dirs", None, "The --output_dir of each task's run_classifier.py "
-                  "--do_predict run.")
-flags.DEFINE_string("output_file", "glue_submission.zip", "The zip to write.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SubmissionSettings:
+    """The tool's settings."""
+    run_dirs: tuple = setting(help="The --output_dir of each task's run_classifier.py "
+                              "--do_predict run.")
+    output_file: str = setting("glue_submission.zip", help="The zip to write.")
+
+
+define_settings(SubmissionSettings)
 FLAGS = flags.FLAGS
 
 

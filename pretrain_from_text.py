@@ -14,24 +14,39 @@ folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoi
 fine-tune is output_dir/pretraining/export/bert_model.ckpt.
 """
 
+import dataclasses
 import os
 import shutil
 import sys
 import tempfile
 import time
+from typing import Optional
 
 from absl import flags, logging
 
 import cli
+from cli.flags import define_settings
+from common.settings import setting
+from common.shared_settings import Casing
 
-flags.DEFINE_string("input_text", None, "Text files (comma-separated files or globs): one "
-                    "sentence per line, a blank line between documents.")
-flags.DEFINE_string("output_dir", None, "Where the vocabulary, records and run go.")
-flags.DEFINE_float("budget_minutes", 60, "Minutes of pre-training (the stages before it "
-                   "take a few more).")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased model); "
-                  "False for a cased one, as for scripts whose marks are letters.")
-flags.DEFINE_integer("seed", 12345, "Seed for the held-out split, masking and weights.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FromTextSettings(Casing):
+    """The command's settings; the recipe is `tasks.pretraining.from_text.RECIPE`."""
+    input_text: str = setting(help="Text files (comma-separated files or globs): one "
+                              "sentence per line, a blank line between documents.")
+    output_dir: str = setting(help="Where the vocabulary, records and run go.")
+    budget_minutes: float = setting(60.0, help="Minutes of pre-training (the stages before "
+                                    "it take a few more).")
+    objective: Optional[str] = setting(
+        None, choices=("mlm", "mlm_nsp"), help="Pre-training objective: the masked LM "
+        "alone, or with next-sentence prediction (the original's). Default: the recipe's "
+        "(docs/pretraining.md says how it was chosen).")
+    seed: int = setting(12345, help="Seed for the held-out split, masking and weights.")
+
+
+define_settings(FromTextSettings)
 FLAGS = flags.FLAGS
 
 
@@ -64,16 +79,23 @@ def main(_):
     from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
                             FLAGS.seed + 1)
     say("[3/5] Speed of a training step here, to size the run to the budget")
+    objective = FLAGS.objective or from_text.RECIPE["objective"]
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
+    if plan is not None and FLAGS.objective and plan.objective != FLAGS.objective:
+        raise ValueError(f"{os.path.join(out, 'recipe.json')}: this run pre-trains with "
+                         f"--objective={plan.objective}, not {FLAGS.objective}: give "
+                         f"another --output_dir, or resume without --objective.")
     if plan is None:
         scratch = tempfile.mkdtemp(prefix="calibration-", dir=out)
         try:
-            seconds = from_text.calibrate(heldout_records, config_file, scratch, runtime)
+            seconds = from_text.calibrate(heldout_records, config_file, scratch, runtime,
+                                          objective)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         plan = from_text.choose_plan(out, FLAGS.budget_minutes, os.path.getsize(train_text),
-                                     seconds)
-    say(f"      {plan.seconds_per_step:.2f} s a step: {plan.num_train_steps:,} steps of "
+                                     seconds, objective)
+    say(f"      {plan.seconds_per_step:.2f} s a step: {plan.num_train_steps:,} steps "
+        f"({plan.objective}) of "
         f"{from_text.RECIPE['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
         f"warm-up); the corpus masked {plan.dupe_factor} times")
     say("[4/5] Pre-training TFRecords")
@@ -84,7 +106,8 @@ def main(_):
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
     task = from_text.pretraining_task(records, heldout_records, config_file,
-                                      plan.num_train_steps, plan.num_warmup_steps)
+                                      plan.num_train_steps, plan.num_warmup_steps,
+                                      plan.objective)
     result = runner.run(task, from_text.trainer_config(os.path.join(out, "pretraining"),
                                                        plan.num_train_steps),
                         runtime, do_train=True, do_eval=True)

@@ -19,16 +19,14 @@ from absl import app, flags
 
 import cli
 from cli import flags as training_flags
+from common.shared_settings import ScoreOnly
 
 from tasks.tagging import TaggingConfig, TaggingTask  # noqa: E402
 
 training_flags.define_settings(TaggingConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags()
-flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file with conlleval's "
-                  "metric; no model.")
-flags.DEFINE_string("predictions_file", None, "CoNLL predictions: word, gold tag, predicted "
-                    "tag per line.")
+training_flags.define_settings(ScoreOnly)
 FLAGS = flags.FLAGS
 
 

@@ -15,25 +15,38 @@ training, the predict file is scored at every checkpoint and the best one kept.
     python run_squad.py ... --init_checkpoint=squad_out --question="Who?" --context="..."
 """
 
+import dataclasses
 import json
+from typing import Optional
 
 from absl import app, flags
 
 import cli
 from cli import flags as training_flags
+from common.settings import setting
+from common.shared_settings import ScoreOnly
 
 from tasks.squad import SquadConfig, SquadTask  # noqa: E402
 
 training_flags.define_settings(SquadConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
 training_flags.define_fine_tuning_flags()
-flags.DEFINE_bool("verbose_logging", False, "Accepted for compatibility.")
-flags.DEFINE_bool("do_eval_only", False, "Only score --predictions_file against "
-                  "--predict_file (no model).")
-flags.DEFINE_string("predictions_file", None, "predictions.json to score.")
-flags.DEFINE_string("null_odds_file", None, "null_odds.json (v2.0) to score with.")
-flags.DEFINE_string("question", None, "Answer this question about --context and exit.")
-flags.DEFINE_string("context", None, "The passage for --question.")
+training_flags.define_settings(ScoreOnly)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadScriptSettings:
+    """What this script adds to the task's settings: scoring with null odds, and one
+    question answered from the command line."""
+    null_odds_file: Optional[str] = setting(None, help="null_odds.json (v2.0) to score "
+                                            "with.")
+    question: Optional[str] = setting(None, help="Answer this question about --context "
+                                      "and exit.")
+    context: Optional[str] = setting(None, help="The passage for --question.")
+    verbose_logging: bool = setting(False, help="Accepted for compatibility.")
+
+
+training_flags.define_settings(SquadScriptSettings)
 FLAGS = flags.FLAGS
 
 

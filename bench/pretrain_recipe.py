@@ -18,6 +18,7 @@ repeated, so the script resumes.
 """
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -53,7 +54,7 @@ class Recipe(Bench):
         export = os.path.join(self.recipe_dir, "pretraining", "export")
         seconds = self.run("pretrain_from_text.py", {
             "input_text": ",".join(files), "output_dir": self.recipe_dir,
-            "budget_minutes": self.args.budget_minutes},
+            "budget_minutes": self.args.budget_minutes, "objective": self.args.objective},
             os.path.join(export, "bert_model.ckpt.index"))
         if seconds:
             with open(os.path.join(self.work, "pretrain_seconds.txt"), "w") as f:
@@ -114,9 +115,12 @@ class Recipe(Bench):
         checkpoint = os.path.join(model, "bert_model.ckpt")
         init = checkpoint if os.path.exists(checkpoint + ".index") else None
         common = dict(FINE_TUNING, vocab_file=self.vocab(), seed=seed,
+                      learning_rate=self.args.learning_rate,
                       bert_config_file=os.path.join(model, "bert_config.json"),
                       init_checkpoint=init)
-        out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}")
+        lr = self.args.learning_rate
+        out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}" + (
+            f"-lr{lr:g}" if lr != FINE_TUNING["learning_rate"] else ""))
         if task == "CoNLL-2003":
             self.run("run_ner.py", dict(common, data_dir=self.ner_data(), output_dir=out),
                      os.path.join(out, "eval_results.txt"))
@@ -142,8 +146,14 @@ def main():
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--budget_minutes", type=float, default=60)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--objective", default=None, choices=("mlm", "mlm_nsp"),
+                        help="pretrain_from_text.py --objective (default: the recipe's)")
     parser.add_argument("--train_examples", type=int, default=8000, help="SST-2 rows")
     parser.add_argument("--ner_sentences", type=int, default=4000)
+    parser.add_argument("--learning_rate", type=float, default=FINE_TUNING["learning_rate"],
+                        help="fine-tuning peak learning rate")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="fine-tuning runs at once (2 on 2 cores: 1.6x the throughput)")
     args = parser.parse_args()
     bench = Recipe(args)
     start = time.time()
@@ -151,10 +161,19 @@ def main():
     random_weights = bench.random_init()
     mlm = {"pre-trained": bench.heldout_mlm(export, "pretrained"),
            "random weights": bench.heldout_mlm(bench.random_checkpoint(), "random")}
-    scores = {name: {task: [bench.fine_tune(model, task, tag, seed)
-                            for seed in range(1, args.seeds + 1)] for task in TASKS}
-              for name, model, tag in (("pre-trained", export, "pretrained"),
-                                       ("random weights", random_weights, "random"))}
+    runs = [(name, model, tag, task, seed) for task in TASKS
+            for name, model, tag in (("pre-trained", export, "pretrained"),
+                                     ("random weights", random_weights, "random"))
+            for seed in range(1, args.seeds + 1)]
+    bench.ner_data()  # each task's data once, before runs share it
+    for task in TASKS:
+        if task not in ("CoNLL-2003", "STS-B"):
+            bench.glue_data(task)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        done = list(pool.map(lambda r: bench.fine_tune(r[1], r[3], r[2], r[4]), runs))
+    scores = {name: {task: [] for task in TASKS} for name, *_ in runs}
+    for (name, _, _, task, _), score in zip(runs, done):
+        scores[name][task].append(score)
     with open(os.path.join(bench.recipe_dir, "recipe.json"), encoding="utf-8") as f:
         plan = json.load(f)
     pretrain_seconds = open(os.path.join(args.work_dir, "pretrain_seconds.txt")).read().strip() \

@@ -65,11 +65,13 @@ def _value_type(hint):
     return tuple if hint in (list, tuple) else hint
 
 
-def define_settings(config_class, defaults=None, skip=(), flag_values=flags.FLAGS):
+def define_settings(config_class, defaults=None, skip=(), flag_values=flags.FLAGS,
+                    only=None):
     """Defines the absl flag of every field of the dataclass `config_class` declared with
     `common.settings.setting`: same name, type (bool, int, float, str; an enum with
     `choices`; a comma-separated list for a tuple; several values for a grid setting),
-    default (or `defaults[name]`, a script's own) and help; not those in `skip`. A flag
+    default (or `defaults[name]`, a script's own) and help; not those in `skip` (only
+    those in `only`, when given). A flag
     defined already (a setting shared by several configs, defined first by the config
     whose default the script wants) is left as it is."""
     defaults = defaults or {}
@@ -78,7 +80,7 @@ def define_settings(config_class, defaults=None, skip=(), flag_values=flags.FLAG
         meta = settings.metadata(config_class, field.name)
         help_text = meta.get("help")
         if help_text is None or not meta.get("flag", True) or field.name in flag_values \
-                or field.name in skip:
+                or field.name in skip or (only is not None and field.name not in only):
             continue
         name, kind = field.name, _value_type(hints[field.name])
         default = defaults.get(name, None if field.default is dataclasses.MISSING

@@ -13,6 +13,7 @@ then the learned pieces. At the end it reports the share of the corpus's words t
       --vocab_size=30522 --do_lower_case
 """
 
+import dataclasses
 import os
 import sys
 import time
@@ -25,20 +26,29 @@ if not __package__:  # run by its path: this project's packages import from the
 
 import cli  # noqa: E402
 
-flags.DEFINE_string("input_file", None, "Text file(s): comma-separated files or globs.")
-flags.DEFINE_string("output_file", None, "The vocabulary file to write.")
-flags.DEFINE_integer("vocab_size", 30522, "Maximum vocabulary size, reserved tokens included.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case and strip accents (uncased model); False for a cased model.")
-flags.DEFINE_integer("num_unused", 99, "Number of [unusedN] slots before [UNK] (99 puts "
-                     "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
-flags.DEFINE_integer("lower_thresh", 1, "Lowest count a learned piece may have (the "
-                     "count threshold that gives --vocab_size is searched for above it).")
-flags.DEFINE_integer("max_unique_chars", 0, "Alphabet size limit: the most frequent "
-                     "characters are kept (a word with another becomes [UNK]). 0: fit the "
-                     "corpus (at least 1,000, and as many as cover 99.99%% of its "
-                     "characters, CJK included).")
+from cli.flags import define_settings  # noqa: E402
+from common.settings import setting  # noqa: E402
+from common.shared_settings import Casing  # noqa: E402
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VocabularySettings(Casing):
+    """The tool's settings."""
+    input_file: str = setting(help="Text file(s): comma-separated files or globs.")
+    output_file: str = setting(help="The vocabulary file to write.")
+    vocab_size: int = setting(30522, help="Maximum vocabulary size, reserved tokens "
+                              "included.")
+    num_unused: int = setting(99, help="Number of [unusedN] slots before [UNK] (99 puts "
+                              "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
+    lower_thresh: int = setting(1, help="Lowest count a learned piece may have (the count "
+                                "threshold that gives --vocab_size is searched for above it).")
+    max_unique_chars: int = setting(
+        0, help="Alphabet size limit: the most frequent characters are kept (a word with "
+        "another becomes [UNK]). 0: fit the corpus (at least 1,000, and as many as cover "
+        "99.99%% of its characters, CJK included).")
+
+
+define_settings(VocabularySettings)
 FLAGS = flags.FLAGS
 UNKNOWN_WARNING = 0.005  # share of the corpus's words that may become [UNK] unannounced
 

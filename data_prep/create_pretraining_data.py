@@ -16,6 +16,7 @@ script, in two modes:
       --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=10
 """
 
+import dataclasses
 import os
 import random
 import sys
@@ -29,45 +30,55 @@ if not __package__:  # run by its path: this project's packages import from the
 
 import cli  # noqa: E402
 
-flags.DEFINE_string("input_file", None,
-                    "Input raw text file(s): comma-separated list of files or globs.")
-flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model will use.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case and strip accents: True for uncased models, False for cased.")
-flags.DEFINE_bool("do_whole_word_mask", False,
-                  "Mask all WordPieces of a word together rather than each independently.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length, specials included.")
-flags.DEFINE_integer("max_predictions_per_seq", 20,
-                     "Maximum number of masked-LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer("dupe_factor", 10,
-                     "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
-flags.DEFINE_float("mask_token_prob", 0.8, "Share of the chosen positions that become "
-                   "[MASK] (the paper's Table 8 varies it).")
-flags.DEFINE_float("random_token_prob", 0.1, "Share of the chosen positions that become a "
-                   "random vocabulary entry; the rest keep their token.")
-flags.DEFINE_float("short_seq_prob", 0.1,
-                   "Probability of creating sequences shorter than the maximum length.")
-flags.DEFINE_enum("mode", "fast", ["fast", "original"],
-                  "'original': identical output to the original script; 'fast': same "
-                  "algorithm, parallel and streamed.")
-flags.DEFINE_integer("num_workers", os.cpu_count() or 1,
-                     "--mode=fast: worker processes (at most one per output file).")
-flags.DEFINE_integer("num_shards", 1,
-                     "--mode=fast: split the input pieces over this many machines...")
-flags.DEFINE_integer("shard_index", 0, "...and process only this machine's share (0-based).")
-flags.DEFINE_float("piece_mb", 1.0, "--mode=fast: size of the input pieces processed "
-                   "independently (bounds memory per worker).")
-flags.DEFINE_float("max_invalid_utf8_share", 0.5,
-                   "Largest share of an input file's lines that may hold bytes that are not "
-                   "UTF-8 (they are dropped, as the original does); a file with more is "
-                   "refused as binary or in another encoding.")
-flags.DEFINE_enum("tokenizer", "graph", ["graph", "python"],
-                  "--mode=original: 'graph' (tensorflow-text, C++) or 'python' (the "
-                  "original's pure-Python tokenizer); both give identical ids.")
+from cli.flags import define_settings  # noqa: E402
+from common.settings import setting  # noqa: E402
+from common.shared_settings import SequenceLength, Vocabulary  # noqa: E402
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CreationSettings(Vocabulary, SequenceLength):
+    """The tool's settings, the original's names (the vocabulary, casing and length are
+    those of the model the records are for)."""
+    input_file: str = setting(help="Input raw text file(s): comma-separated list of "
+                              "files or globs.")
+    output_file: str = setting(help="Output TFRecord file(s), comma-separated.")
+    do_whole_word_mask: bool = setting(False, help="Mask all WordPieces of a word "
+                                       "together rather than each independently.")
+    max_predictions_per_seq: int = setting(
+        20, help="Maximum number of masked-LM predictions per sequence.")
+    random_seed: int = setting(12345, help="Random seed for data generation.")
+    dupe_factor: int = setting(10, help="Number of times to duplicate the input data "
+                               "(with different masks).")
+    masked_lm_prob: float = setting(0.15, help="Masked-LM probability.")
+    mask_token_prob: float = setting(0.8, help="Share of the chosen positions that become "
+                                     "[MASK] (the paper's Table 8 varies it).")
+    random_token_prob: float = setting(0.1, help="Share of the chosen positions that "
+                                       "become a random vocabulary entry; the rest keep "
+                                       "their token.")
+    short_seq_prob: float = setting(0.1, help="Probability of creating sequences shorter "
+                                    "than the maximum length.")
+    mode: str = setting("fast", choices=("fast", "original"),
+                        help="'original': identical output to the original script; "
+                        "'fast': same algorithm, parallel and streamed.")
+    num_workers: int = setting(os.cpu_count() or 1, help="--mode=fast: worker processes "
+                               "(at most one per output file).")
+    num_shards: int = setting(1, help="--mode=fast: split the input pieces over this "
+                              "many machines...")
+    shard_index: int = setting(0, help="...and process only this machine's share "
+                               "(0-based).")
+    piece_mb: float = setting(1.0, help="--mode=fast: size of the input pieces processed "
+                              "independently (bounds memory per worker).")
+    max_invalid_utf8_share: float = setting(
+        0.5, help="Largest share of an input file's lines that may hold bytes that are "
+        "not UTF-8 (they are dropped, as the original does); a file with more is refused "
+        "as binary or in another encoding.")
+    tokenizer: str = setting("graph", choices=("graph", "python"),
+                             help="--mode=original: 'graph' (tensorflow-text, C++) or "
+                             "'python' (the original's pure-Python tokenizer); both give "
+                             "identical ids.")
+
+
+define_settings(CreationSettings)
 FLAGS = flags.FLAGS
 
 

@@ -11,6 +11,7 @@ order, cleaned on every core, and written to files under temporary names.
       --num_output_files=16 [--language=en]
 """
 
+import dataclasses
 import multiprocessing
 import os
 import re
@@ -25,12 +26,21 @@ if not __package__:  # run by its path: this project's packages import from the
 
 import cli  # noqa: E402
 
-flags.DEFINE_string("input_dir", None, "Folder of book .txt files (searched recursively).")
-flags.DEFINE_string("output_dir", None, "Folder for the document files.")
-flags.DEFINE_integer("num_output_files", 16, "How many document files to write.")
-flags.DEFINE_string("language", "en", "Language code for sentence splitting.")
-flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes.")
+from cli.flags import define_settings  # noqa: E402
+from common.settings import setting  # noqa: E402
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BookSettings:
+    """The tool's settings."""
+    input_dir: str = setting(help="Folder of book .txt files (searched recursively).")
+    output_dir: str = setting(help="Folder for the document files.")
+    num_output_files: int = setting(16, help="How many document files to write.")
+    language: str = setting("en", help="Language code for sentence splitting.")
+    num_workers: int = setting(os.cpu_count() or 1, help="Worker processes.")
+
+
+define_settings(BookSettings)
 FLAGS = flags.FLAGS
 
 

@@ -13,6 +13,7 @@ runs on every core; output files are written under temporary names and renamed a
       --output_dir=wiki_docs --num_output_files=64
 """
 
+import dataclasses
 import bz2
 import multiprocessing
 import os
@@ -28,14 +29,23 @@ if not __package__:  # run by its path: this project's packages import from the
 
 import cli  # noqa: E402
 
-flags.DEFINE_string("input_file", None, "The dump: .xml.bz2 or .xml.")
-flags.DEFINE_string("output_dir", None, "Folder for the document files.")
-flags.DEFINE_integer("num_output_files", 16, "How many document files to write.")
-flags.DEFINE_string("language", "", "Language code for sentence splitting; by default the "
-                    "dump's own (enwiki -> en, kowiki -> ko).")
-flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes for cleaning.")
-flags.DEFINE_integer("max_pages", 0, "Stop after this many articles (0: all).")
+from cli.flags import define_settings  # noqa: E402
+from common.settings import setting  # noqa: E402
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WikipediaSettings:
+    """The tool's settings."""
+    input_file: str = setting(help="The dump: .xml.bz2 or .xml.")
+    output_dir: str = setting(help="Folder for the document files.")
+    num_output_files: int = setting(16, help="How many document files to write.")
+    language: str = setting("", help="Language code for sentence splitting; by default "
+                            "the dump's own (enwiki -> en, kowiki -> ko).")
+    num_workers: int = setting(os.cpu_count() or 1, help="Worker processes for cleaning.")
+    max_pages: int = setting(0, help="Stop after this many articles (0: all).")
+
+
+define_settings(WikipediaSettings)
 FLAGS = flags.FLAGS
 
 

@@ -10,6 +10,7 @@ A masked position shows as `[MASK](original)`, `random(original)` or `=kept=`; `
 the segment boundary.
 """
 
+import dataclasses
 import collections
 import os
 import sys
@@ -22,12 +23,21 @@ if not __package__:  # run by its path: this project's packages import from the
 
 import cli  # noqa: E402
 
-flags.DEFINE_string("input_file", None, "TFRecord file(s): comma-separated files or globs.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary the files were made with.")
-flags.DEFINE_integer("num_examples", 5, "How many instances to print.")
-flags.DEFINE_integer("max_records", 0, "Read at most this many records for the statistics "
-                     "(0: all).")
+from cli.flags import define_settings  # noqa: E402
+from common.settings import setting  # noqa: E402
+from common.shared_settings import VocabularyFile  # noqa: E402
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InspectionSettings(VocabularyFile):
+    """The tool's settings (the vocabulary: the one the records were made with)."""
+    input_file: str = setting(help="TFRecord file(s): comma-separated files or globs.")
+    num_examples: int = setting(5, help="How many instances to print.")
+    max_records: int = setting(0, help="Read at most this many records for the "
+                               "statistics (0: all).")
+
+
+define_settings(InspectionSettings)
 FLAGS = flags.FLAGS
 
 

@@ -1,9 +1,12 @@
 """Every tool a user runs works from any folder, by its path: the root scripts (as the
-original release's) and the data tools (`data_prep/*.py`, also `python -m data_prep.X`)."""
+original release's) and the data tools (`data_prep/*.py`, also `python -m data_prep.X`);
+their flags come from settings declared once, so a flag several tools share means the same
+in each."""
 
 import concurrent.futures
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -19,14 +22,14 @@ SCRIPTS = sorted(
 
 @pytest.fixture(scope="module")
 def helps(tmp_path_factory):
-    """Each script's --helpshort, run by its absolute path from an unrelated folder with
+    """Each script's --helpfull, run by its absolute path from an unrelated folder with
     no PYTHONPATH."""
     elsewhere = str(tmp_path_factory.mktemp("elsewhere"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
     def run(script):
-        return subprocess.run([sys.executable, os.path.join(ROOT, script), "--helpshort"],
+        return subprocess.run([sys.executable, os.path.join(ROOT, script), "--helpfull"],
                               cwd=elsewhere, env=env, capture_output=True, text=True,
                               timeout=300)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -37,10 +40,45 @@ def helps(tmp_path_factory):
 def test_runs_by_its_path_from_another_folder(helps, script):
     result = helps[script]
     output = result.stdout + result.stderr
-    # absl prints the usage and exits with 1 after --helpshort; an import that fails
+    # absl prints the usage and exits with 1 after --helpfull; an import that fails
     # (the packages not found from there) is a traceback instead.
     assert result.returncode in (0, 1) and "Traceback" not in output, output[-2000:]
-    assert "Try --helpfull" in output, output[-2000:]
+    assert "helpfull: show full help" in output, output[-2000:]
+
+
+def _flag_helps(output):
+    """{flag: its help text} from absl's --helpfull listing."""
+    helps = {}
+    for match in re.finditer(r"^  --(?:\[no\])?(\w+): (.*?)(?=^  --|^\S|\Z)", output,
+                             re.M | re.S):
+        text = re.sub(r"\s+", " ", match.group(2))
+        helps[match.group(1)] = re.sub(r" \(default: .*?\)$", "", text.strip())
+    return helps
+
+
+SHARED = ("vocab_file", "do_lower_case", "max_seq_length", "bert_config_file",
+          "init_checkpoint", "do_eval_only", "predictions_file")
+
+
+def test_a_shared_flag_means_the_same_in_every_tool(helps):
+    """Declared once (`common.shared_settings`), so its help is the same everywhere; a
+    tool that declared its own `--vocab_file` by hand would differ."""
+    seen = {name: {} for name in SHARED}
+    for script, result in helps.items():
+        for name, text in _flag_helps(result.stdout + result.stderr).items():
+            if name in seen:
+                seen[name].setdefault(text, []).append(script)
+    assert len(seen["vocab_file"]) >= 1 and sum(map(len, seen["vocab_file"].values())) >= 8
+    for name, texts in seen.items():
+        assert len(texts) <= 1, f"--{name} has {len(texts)} meanings: {texts}"
+
+
+def test_no_tool_declares_a_flag_by_hand():
+    """Every flag is generated from a setting (`cli.flags.define_settings`), the training
+    scripts' stage flags (`--do_train`...) aside."""
+    for script in SCRIPTS:
+        with open(os.path.join(ROOT, script), encoding="utf-8") as f:
+            assert "flags.DEFINE" not in f.read(), script
 
 
 def test_the_original_releases_root_scripts_are_there():

@@ -43,6 +43,9 @@ def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     assert plan.dupe_factor == 10
     assert from_text.choose_plan(str(tmp_path / "b"), 60, 10_000_000_000, 0.4).dupe_factor == 1
     assert from_text.kept_plan(str(tmp_path)) == plan  # a resumed run keeps its schedule
+    assert plan.objective == from_text.RECIPE["objective"]
+    nsp = from_text.choose_plan(str(tmp_path / "c"), 60, 10_000_000, 0.4, "mlm_nsp")
+    assert from_text.kept_plan(str(tmp_path / "c")).objective == nsp.objective == "mlm_nsp"
 
 
 def test_text_to_checkpoint_and_resume(tmp_path):
@@ -70,3 +73,11 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "training already finished" in (out / "log.txt").read_text()
     assert json.loads((out / "recipe.json").read_text()) == recipe
+    # Resumed with the other objective: refused, naming the file and the fix.
+    other = "mlm" if recipe["plan"]["objective"] == "mlm_nsp" else "mlm_nsp"
+    refused = subprocess.run(command + [f"--objective={other}"], capture_output=True,
+                             text=True, cwd=str(tmp_path),
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    assert refused.returncode == 1
+    assert "recipe.json" in refused.stderr and "another --output_dir" in refused.stderr
+    assert "Traceback" not in refused.stderr

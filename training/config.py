@@ -17,6 +17,7 @@ import dataclasses
 from typing import Optional
 
 from common.settings import setting
+from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
 
 # The choices of the enum settings (`training.distribution`, `training.optimizers` check
 # them; named here so that this module stays light to import).
@@ -141,20 +142,12 @@ class TrainerConfig:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskConfig:
-    """What every task's settings hold: the model and its input length. Each task
-    subclasses it with its data and its own fields (`tasks.*.task`). When `output_dir`
-    already holds a checkpoint of this run, the run resumes from it, whatever
+class TaskConfig(ModelFiles, SequenceLength):
+    """What every task's settings hold: the model (`bert_config_file`, `init_checkpoint`)
+    and its input length (`max_seq_length`), declared in `common.shared_settings`. Each
+    task subclasses it with its data and its own fields (`tasks.*.task`). When
+    `output_dir` already holds a checkpoint of this run, the run resumes from it, whatever
     `init_checkpoint` says; of another run (other recorded settings), it is an error."""
-    bert_config_file: str = setting(
-        recorded=True, help="The bert_config.json of the model (or a Hugging Face "
-        "config.json).")
-    init_checkpoint: Optional[str] = setting(
-        None, recorded=True, help="Initial weights: a Google TF1 checkpoint prefix, a "
-        "Hugging Face model.safetensors, or a checkpoint of this project. Omit to start "
-        "from random weights.")
-    max_seq_length: int = setting(128, recorded=True,
-                                  help="Maximum sequence length (WordPiece tokens).")
     eval_batch_size: int = setting(8, help="Global evaluation batch size.")
 
     def __post_init__(self):
@@ -163,13 +156,10 @@ class TaskConfig:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FineTuningConfig(TaskConfig):
-    """What the fine-tuning tasks add: the vocabulary and casing of the model, a length in
-    epochs and a warm-up share (the original's), and the prediction batch."""
-    vocab_file: str = setting(recorded=True,
-                              help="The vocabulary the model was trained with.")
-    do_lower_case: bool = setting(True, recorded=True,
-                                  help="True for uncased models, False for cased ones.")
+class FineTuningConfig(TaskConfig, Vocabulary):
+    """What the fine-tuning tasks add: the vocabulary and casing of the model
+    (`common.shared_settings.Vocabulary`), a length in epochs and a warm-up share (the
+    original's), and the prediction batch."""
     num_train_epochs: float = setting(3.0, recorded=True, grid=True,
                                       help="Training epochs.")
     warmup_proportion: float = setting(

@@ -57,6 +57,7 @@ class Plan:
     num_warmup_steps: int
     dupe_factor: int
     seconds_per_step: float
+    objective: str = "mlm"  # --objective of run_pretraining.py
 
 
 def read_documents(files):
@@ -163,7 +164,8 @@ def kept_plan(output_dir):
         return Plan(**json.load(f)["plan"])
 
 
-def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step):
+def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
+                objective=RECIPE["objective"]):
     """The steps the budget buys at the measured speed, the warm-up, and how many times
     the corpus is masked (duplicates, as `--dupe_factor`) so that training sees each
     instance about once; written to recipe.json, so that a resumed run keeps its
@@ -174,21 +176,23 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step):
     dupe = int(min(RECIPE["max_dupe_factor"], max(1, math.ceil(sequences / per_duplicate))))
     chosen = Plan(num_train_steps=steps,
                   num_warmup_steps=int(RECIPE["warmup_share"] * steps),
-                  dupe_factor=dupe, seconds_per_step=seconds_per_step)
+                  dupe_factor=dupe, seconds_per_step=seconds_per_step,
+                  objective=objective)
     file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
         {"recipe": RECIPE, "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
     return chosen
 
 
-def pretraining_task(records, heldout_records, config_file, steps, warmup):
+def pretraining_task(records, heldout_records, config_file, steps, warmup,
+                     objective=RECIPE["objective"]):
     """The pre-training task of the recipe on these records."""
     from tasks.pretraining.task import PretrainingConfig, PretrainingTask
     return PretrainingTask(PretrainingConfig(
         input_file=",".join(records), eval_input_file=",".join(heldout_records),
         bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],
         max_predictions_per_seq=RECIPE["max_predictions_per_seq"], num_train_steps=steps,
-        num_warmup_steps=warmup, objective=RECIPE["objective"]))
+        num_warmup_steps=warmup, objective=objective))
 
 
 def trainer_config(output_dir, steps, **overrides):
@@ -201,13 +205,13 @@ def trainer_config(output_dir, steps, **overrides):
     return TrainerConfig(**settings)
 
 
-def calibrate(records, config_file, scratch_dir, runtime):
+def calibrate(records, config_file, scratch_dir, runtime, objective=RECIPE["objective"]):
     """Seconds per training step of the recipe on this machine: a short run of the real
     training (input pipeline, model, optimizer) on `records`, timed after its first
     steps (which trace)."""
     from training import runner
     steps = CALIBRATION_STEPS
-    task = pretraining_task(records, records, config_file, steps, 0)
+    task = pretraining_task(records, records, config_file, steps, 0, objective)
     timings = []
     runner.run(task, trainer_config(scratch_dir, steps, log_steps=5, iterations_per_loop=5,
                                     save_checkpoints_steps=steps),

@@ -1,0 +1,69 @@
+"""The settings several tools share, declared once: the model's files, its vocabulary and
+casing, and the input length. Each is a small frozen dataclass of `common.settings.setting`
+fields that a config or a tool's options inherit, so that `--vocab_file` means the same
+thing, with the same help, in every script that takes it.
+
+Pipeline position: under every stage that reads a model or tokenizes text (vocabulary ->
+TFRecords -> pre-training -> fine-tuning -> export); `cli.flags.define_settings` turns the
+fields into flags.
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class MyToolOptions(Vocabulary, SequenceLength):
+        output_file: str = setting(help="Where to write.")
+"""
+
+import dataclasses
+from typing import Optional
+
+from common.settings import setting
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelFiles:
+    """The model: its configuration and its weights."""
+    bert_config_file: str = setting(
+        recorded=True, help="The bert_config.json of the model (or a Hugging Face "
+        "config.json).")
+    init_checkpoint: Optional[str] = setting(
+        None, recorded=True, help="The weights: a Google TF1 checkpoint prefix, a Hugging "
+        "Face model.safetensors, or a checkpoint of this project (output_dir/ckpt-N, "
+        "output_dir/best/model.ckpt). To train: omit to start from random weights.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VocabularyFile:
+    """The vocabulary alone (of records, or of a model)."""
+    vocab_file: str = setting(
+        recorded=True, help="The WordPiece vocabulary (vocab.txt) of the model.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Casing:
+    """Whether text is lower-cased before WordPiece."""
+    do_lower_case: bool = setting(
+        True, recorded=True, help="Lower-case and strip accents: True for uncased models, "
+        "False for cased ones.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Vocabulary(VocabularyFile, Casing):
+    """How text becomes WordPiece ids: the vocabulary and its casing."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SequenceLength:
+    """The input length."""
+    max_seq_length: int = setting(
+        128, recorded=True, help="Maximum sequence length in WordPiece tokens, [CLS] and "
+        "[SEP] included; longer inputs are truncated (or split into windows where the "
+        "task says so).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScoreOnly:
+    """Scoring a predictions file with the task's own metric, no model."""
+    do_eval_only: bool = setting(False, help="Only score --predictions_file with the "
+                                 "task's metric (against the task's evaluation data); "
+                                 "no model.")
+    predictions_file: Optional[str] = setting(None, help="The predictions to score "
+                                              "(the file the task's --do_predict writes).")
