@@ -46,7 +46,7 @@ class Casing:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Vocabulary(VocabularyFile, Casing):
+class Vocabulary(Casing, VocabularyFile):
     """How text becomes WordPiece ids: the vocabulary and its casing."""
 
 

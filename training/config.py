@@ -142,7 +142,7 @@ class TrainerConfig:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskConfig(ModelFiles, SequenceLength):
+class TaskConfig(SequenceLength, ModelFiles):
     """What every task's settings hold: the model (`bert_config_file`, `init_checkpoint`)
     and its input length (`max_seq_length`), declared in `common.shared_settings`. Each
     task subclasses it with its data and its own fields (`tasks.*.task`). When
@@ -156,7 +156,7 @@ class TaskConfig(ModelFiles, SequenceLength):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FineTuningConfig(TaskConfig, Vocabulary):
+class FineTuningConfig(Vocabulary, TaskConfig):
     """What the fine-tuning tasks add: the vocabulary and casing of the model
     (`common.shared_settings.Vocabulary`), a length in epochs and a warm-up share (the
     original's), and the prediction batch."""
