@@ -70,3 +70,33 @@ def write_vocab(tmp_path):
         path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
         return str(path)
     return _write
+
+
+# The end-to-end files: whole scripts in subprocesses, trainings, exports, fresh venvs.
+# `pytest -m "not slow" tests` runs the rest (the unit tier) in a few minutes; CI and the
+# README's command run everything.
+SLOW_FILES = {
+    "test_configs.py", "test_demo_and_vocabulary.py", "test_docs_examples.py",
+    "test_entry_points.py", "test_extract_features.py", "test_faults.py",
+    "test_hub_and_tflite.py", "test_long_documents.py", "test_multiple_choice.py",
+    "test_ner.py", "test_output_dir_conflicts.py", "test_paper_ablations.py",
+    "test_pretrain_from_text.py", "test_quiet.py", "test_run_classifier.py",
+    "test_run_pretraining.py", "test_runner.py", "test_serving_load.py",
+    "test_serving_tasks.py", "test_serving_without_tensorflow.py", "test_squad.py",
+    "test_training_parity.py", "test_without_tensorflow_text.py",
+}
+
+
+def pytest_configure(config):
+    here = os.path.dirname(os.path.abspath(__file__))
+    missing = [name for name in SLOW_FILES if not os.path.exists(os.path.join(here, name))]
+    if missing:  # a renamed file would silently join the unit tier
+        raise pytest.UsageError(f"tests/conftest.py SLOW_FILES: no such file {missing}")
+    config.addinivalue_line("markers", "slow: an end-to-end test (deselect with "
+                            "-m 'not slow' for the unit tier)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
