@@ -194,12 +194,13 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_M
     Args:
         export_dir: str. The SavedModel folder.
         backend: "auto", "tflite" or "saved_model".
-        num_threads: TF Lite threads per request; default every core this process may
-            use.
+        num_threads: TF Lite threads per request. Default: every core this process may
+            use for a request that arrives alone, one each for requests in flight
+            together (`serving.runners.LiteRunner`).
         tflite_max_batch: under "auto", requests of up to this many rows go to TF Lite.
         seq_multiple: requests are padded to a multiple of this many positions.
         max_interpreters: TF Lite interpreters kept, each serving one request at a time;
-            default one per `num_threads` cores (one, with the default threads).
+            with `num_threads`, default one per `num_threads` cores.
         precision: "float32" (`model.tflite`) or "int8" (`model_int8.tflite`, int8
             weights: see `bench/RESULTS.md` for its accuracy); default the export's choice
             in `serving.json`, else float32.

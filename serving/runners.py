@@ -87,35 +87,54 @@ class InterpreterPool:
 class LiteRunner:
     """A TF Lite file's signature, called with NumPy arrays, from any thread.
 
+    By default (neither `num_threads` nor `max_interpreters` given) the threads follow
+    the traffic: a request that arrives alone runs on an interpreter with a thread per
+    core, and requests in flight together each get a one-thread interpreter (up to one per
+    core). One interpreter with every core, shared in turn, made two callers slower than
+    one (their Python work fought XNNPACK's threads for the cores). Interpreters are made
+    when first needed, so a process that serves one request at a time keeps one.
+
     Args:
         path: str. The `.tflite` file.
         signature: str. The signature to run (`serving_ids`).
-        num_threads: int. Threads of each interpreter (XNNPACK).
-        max_interpreters: int. Interpreters kept (see the module docstring); default
-            one per `num_threads` cores, so that requests in flight together do not
-            ask for more threads than there are cores.
+        num_threads: int. Threads of each interpreter (XNNPACK), fixed.
+        max_interpreters: int. Interpreters kept (see the module docstring); with
+            `num_threads`, default one per `num_threads` cores, so that requests in
+            flight together do not ask for more threads than there are cores.
     """
 
     def __init__(self, path, signature="serving_ids", num_threads=None,
                  max_interpreters=None):
         self.path, self.signature = path, signature
-        self.num_threads = num_threads or cores()
         self._interpreter = _interpreter_class()
-        size = max_interpreters or max(1, cores() // self.num_threads)
-        self.pool = InterpreterPool(self._make, size)
-        with self.pool.checkout() as runner:  # a bad file fails at load, not per request
+        n = cores()
+        if num_threads is None and max_interpreters is None and n > 1:
+            self.num_threads = n
+            self.pools = (InterpreterPool(lambda: self._make(n), 1),
+                          InterpreterPool(lambda: self._make(1), n))
+        else:
+            self.num_threads = num_threads or n
+            size = max_interpreters or max(1, n // self.num_threads)
+            self.pools = (InterpreterPool(lambda: self._make(self.num_threads), size),)
+        self._in_flight = 0
+        self._count = threading.Lock()
+        with self.pools[0].checkout() as runner:  # a bad file fails at load, not per request
             self.input_names = sorted(runner.get_input_details())
             self.output_names = sorted(runner.get_output_details())
 
-    def _make(self):
+    @property
+    def made(self):
+        """Interpreters made so far."""
+        return sum(pool.made for pool in self.pools)
+
+    def _make(self, num_threads):
         """A new interpreter's signature runner, run once on a tiny input: TF Lite applies
         XNNPACK on the first run, and prints "INFO: Created TensorFlow Lite XNNPACK
         delegate for CPU." then (once per process), which is kept off the console; and a
         request does not pay for it."""
         with warnings.catch_warnings(), CapturedStderr():
             warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice
-            interpreter = self._interpreter(model_path=self.path,
-                                            num_threads=self.num_threads)
+            interpreter = self._interpreter(model_path=self.path, num_threads=num_threads)
             runner = interpreter.get_signature_runner(self.signature)
             runner(**{name: np.zeros([1] * (len(detail["shape"]) - 1) + [2],
                                      detail["dtype"])
@@ -124,10 +143,18 @@ class LiteRunner:
 
     def __call__(self, inputs):
         """{input name: array} -> {output name: array} (copies: the interpreter goes
-        back to the pool)."""
-        with self.pool.checkout() as runner:
-            outputs = runner(**inputs)
-            return {name: np.array(value) for name, value in outputs.items()}
+        back to its pool)."""
+        with self._count:
+            alone = self._in_flight == 0
+            self._in_flight += 1
+        try:
+            pool = self.pools[0] if alone or len(self.pools) == 1 else self.pools[1]
+            with pool.checkout() as runner:
+                outputs = runner(**inputs)
+                return {name: np.array(value) for name, value in outputs.items()}
+        finally:
+            with self._count:
+                self._in_flight -= 1
 
 
 class SavedModelRunner:

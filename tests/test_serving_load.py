@@ -204,7 +204,26 @@ def test_a_few_thousand_calls_from_threads(exports, texts):
     assert not errors, errors[:3]
     for request, got in zip(requests, answers):
         np.testing.assert_allclose(got["probabilities"][0], alone[request[0]][0], atol=1e-5)
-    assert predict._lite.pool.made <= 3
+    assert predict._lite.made <= 3
+
+
+def test_requests_in_flight_together_get_interpreters_of_their_own(exports, texts,
+                                                                   monkeypatch):
+    """By default a lone request runs on one interpreter with every core, and requests in
+    flight together each on a one-thread interpreter (two callers on two cores must not
+    be slower than one): the same answers either way."""
+    from serving import runners
+    monkeypatch.setattr(runners, "cores", lambda: 2)
+    predict = serving.load(exports["pair"], backend="tflite")
+    wide, narrow = predict._lite.pools
+    requests = [[(a, b)] for a, b in zip(texts * 10, reversed(texts * 10))][:200]
+    alone = [predict(r)["probabilities"] for r in requests[:20]]
+    assert (wide.made, narrow.made) == (1, 0)  # one at a time: the wide one only
+    answers, errors = _shared_by_threads(predict, requests, threads=4)
+    assert not errors, errors[:3]
+    assert 1 <= narrow.made <= 2 and wide.made == 1
+    for got, want in zip(answers[:20], alone):
+        np.testing.assert_allclose(got["probabilities"], want, atol=1e-5)
 
 
 def test_interpreter_pool_lends_each_item_to_one_caller_at_a_time():
