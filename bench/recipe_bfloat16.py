@@ -18,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -26,26 +25,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from machine import describe  # noqa: E402  (bench/, the script's own folder)
-
-
-def matmul_peaks():
-    """TensorFlow's matmul rate (FLOP/s) in float32 and bfloat16: best of five timings of
-    ten 2048^3 products each."""
-    import tensorflow as tf
-    peaks = {}
-    for dtype in (tf.float32, tf.bfloat16):
-        a = tf.cast(tf.random.normal([2048, 2048]), dtype)
-        f = tf.function(lambda x: tf.matmul(x, x))
-        f(a).numpy()
-        best = 0.0
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(10):
-                out = f(a)
-            out.numpy()
-            best = max(best, 10 * 2 * 2048 ** 3 / (time.perf_counter() - start))
-        peaks[dtype.name] = best
-    return peaks
+from sst2 import matmul_peak  # noqa: E402
 
 
 def pretrain(recipe_dir, dtype, steps, out):
@@ -91,7 +71,7 @@ def main():
     parser.add_argument("--work_dir", default="/tmp/recipe_bfloat16")
     parser.add_argument("--steps", type=int, default=600)
     args = parser.parse_args()
-    peaks = matmul_peaks()
+    peaks = {dtype: matmul_peak(dtype) for dtype in ("float32", "bfloat16")}
     results = {}
     for dtype in ("float32", "bfloat16"):
         out = os.path.join(args.work_dir, dtype)

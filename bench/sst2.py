@@ -23,11 +23,11 @@ def sst2_subset(shared_dir, work, train_examples):
     return data, [line.rstrip("\n").split("\t") for line in lines[1:]], dev
 
 
-def matmul_peak():
-    """TensorFlow's float32 matmul rate (FLOP/s) on this machine: the best of five
+def matmul_peak(dtype="float32"):
+    """TensorFlow's matmul rate (FLOP/s) in `dtype` on this machine: the best of five
     timings of ten 2048^3 products."""
     import tensorflow as tf
-    a = tf.random.normal([2048, 2048])
+    a = tf.cast(tf.random.normal([2048, 2048]), dtype)
     f = tf.function(lambda x: tf.matmul(x, x))
     f(a).numpy()
     best = 0.0

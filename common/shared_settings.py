@@ -13,6 +13,7 @@ fields into flags.
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 from common.settings import setting
@@ -67,3 +68,12 @@ class ScoreOnly:
                                  "no model.")
     predictions_file: Optional[str] = setting(None, help="The predictions to score "
                                               "(the file the task's --do_predict writes).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DocumentOutput:
+    """Where an extraction tool writes its documents, and with how many processes."""
+    output_dir: str = setting(help="Folder for the document files.")
+    num_output_files: int = setting(16, help="How many document files to write.")
+    num_workers: int = setting(os.cpu_count() or 1, help="Worker processes (reading, "
+                               "cleaning and sentence splitting).")

@@ -28,16 +28,14 @@ import cli  # noqa: E402
 
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
+from common.shared_settings import DocumentOutput  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class BookSettings:
+class BookSettings(DocumentOutput):
     """The tool's settings."""
     input_dir: str = setting(help="Folder of book .txt files (searched recursively).")
-    output_dir: str = setting(help="Folder for the document files.")
-    num_output_files: int = setting(16, help="How many document files to write.")
     language: str = setting("en", help="Language code for sentence splitting.")
-    num_workers: int = setting(os.cpu_count() or 1, help="Worker processes.")
 
 
 define_settings(BookSettings)

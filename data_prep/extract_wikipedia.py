@@ -31,17 +31,15 @@ import cli  # noqa: E402
 
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
+from common.shared_settings import DocumentOutput  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class WikipediaSettings:
+class WikipediaSettings(DocumentOutput):
     """The tool's settings."""
     input_file: str = setting(help="The dump: .xml.bz2 or .xml.")
-    output_dir: str = setting(help="Folder for the document files.")
-    num_output_files: int = setting(16, help="How many document files to write.")
     language: str = setting("", help="Language code for sentence splitting; by default "
                             "the dump's own (enwiki -> en, kowiki -> ko).")
-    num_workers: int = setting(os.cpu_count() or 1, help="Worker processes for cleaning.")
     max_pages: int = setting(0, help="Stop after this many articles (0: all).")
 
 

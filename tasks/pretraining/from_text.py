@@ -179,7 +179,7 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
                   dupe_factor=dupe, seconds_per_step=seconds_per_step,
                   objective=objective)
     file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
-        {"recipe": RECIPE, "budget_minutes": budget_minutes,
+        {"recipe": dict(RECIPE, objective=objective), "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
     return chosen
 
