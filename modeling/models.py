@@ -88,15 +88,15 @@ class EncoderModel(keras.Model):
         self.bilstm.build((None, None, width))
         return 2 * units
 
-    def _sequence_features(self, inputs, training):
+    def _sequence_features(self, inputs, training, skip_padding=False):
         """(encoder outputs, what the output layer reads per token): the sequence output,
         or the chosen combination of a frozen encoder's layers (run without dropout),
         through the BiLSTM when there is one."""
         if self.feature_based:
-            outputs = self._encode(inputs, False)
+            outputs = self._encode(inputs, False, skip_padding)
             sequence = combine_layers(outputs, self.feature_based)
         else:
-            outputs = self._encode(inputs, training)
+            outputs = self._encode(inputs, training, skip_padding)
             sequence = outputs["sequence_output"]
         if self.bilstm:
             sequence = self.bilstm(sequence, inputs["input_mask"])
@@ -116,8 +116,9 @@ class EncoderModel(keras.Model):
     def hf_architecture(self):  # transformers has no BiLSTM head
         return None if self.bilstm else self._HF_ARCHITECTURE
 
-    def _encode(self, inputs, training):
-        return self.encoder(inputs, training=training)  # picks its inputs by name
+    def _encode(self, inputs, training, skip_padding=False):
+        # the encoder picks its inputs by name
+        return self.encoder(inputs, training=training, skip_padding=skip_padding)
 
     def _head_config(self):
         return {}
@@ -217,8 +218,8 @@ class BertPretrainer(EncoderModel):
     def hf_head_names(self):
         return {name: self._HF_NAMES[name] for name, _, _ in self.checkpoint_heads}
 
-    def call(self, inputs, training=None):
-        outputs = dict(self._encode(inputs, training))
+    def call(self, inputs, training=None, skip_padding=False):
+        outputs = dict(self._encode(inputs, training, skip_padding))
         if self.has_next_sentence:
             outputs["next_sentence_logits"] = self.next_sentence(outputs["pooled_output"],
                                                                  training=training)
@@ -272,8 +273,8 @@ class BertClassifier(EncoderModel):
         self.classifier.build((None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
-    def call(self, inputs, training=None):
-        outputs, sequence = self._sequence_features(inputs, training)
+    def call(self, inputs, training=None, skip_padding=False):
+        outputs, sequence = self._sequence_features(inputs, training, skip_padding)
         features = outputs["pooled_output"]
         if self.bilstm:
             features = self.bilstm.summary(sequence, inputs["input_mask"])
@@ -320,8 +321,8 @@ class BertSpanLabeler(EncoderModel):
         self.span_head.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
-    def call(self, inputs, training=None):
-        _, sequence = self._sequence_features(inputs, training)
+    def call(self, inputs, training=None, skip_padding=False):
+        _, sequence = self._sequence_features(inputs, training, skip_padding)
         start, end = self.span_head(sequence)
         return {"start_logits": start, "end_logits": end}
 
@@ -368,8 +369,8 @@ class BertTokenClassifier(EncoderModel):
         self.tagger.build((None, None, width))
         self.built = True  # every weight exists now: checkpoints can load
 
-    def call(self, inputs, training=None):
-        _, sequence = self._sequence_features(inputs, training)
+    def call(self, inputs, training=None, skip_padding=False):
+        _, sequence = self._sequence_features(inputs, training, skip_padding)
         return {"logits": self.tagger(sequence, training=training)}
 
     @property

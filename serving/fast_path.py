@@ -20,11 +20,20 @@ class FastPath:
     `answer(outputs, state) -> dict`: the model's outputs (a dict of arrays) as the
     answers of the raw-text signature (the same keys, shapes and dtypes).
 
+    A model that computes every position it is given (TF Lite) runs a request's rows in
+    groups of similar length (`serving.length_groups`) unless `group_by_length` is
+    False: for a task whose answers read the outputs at padded positions.
+    `sequence_outputs` names the model's outputs with a position axis (padded back with
+    zeros past a group's length).
+
     Args:
         config: dict. The export's `serving.json`.
         tokenizer: a `text.fast_tokenizer.FastTokenizer` of its vocabulary.
         seq_multiple: int. Requests are padded to a multiple of this many positions.
     """
+
+    group_by_length = True
+    sequence_outputs = ()
 
     def __init__(self, config, tokenizer, seq_multiple=8):
         self.config = config

@@ -24,9 +24,11 @@ How a request is answered:
     the WordPiece of `text.fast_tokenizer`, packing and answers in NumPy, the same
     answers as the raw-text signature) around a model that takes ids, chosen by
     `backend`:
-      - `tflite`: `model.tflite` on LiteRT (XNNPACK). No TensorFlow is imported.
+      - `tflite`: `model.tflite` on LiteRT (XNNPACK). No TensorFlow is imported. A
+        request's rows run in groups of similar length (`serving.length_groups`).
       - `saved_model`: the SavedModel's `serving_ids` signature on TensorFlow (imported
-        and loaded on first use); faster than TF Lite on large requests.
+        and loaded on first use; its graph skips the padding itself); faster than TF
+        Lite on large requests.
       - `auto` (default): TF Lite for requests of up to `tflite_max_batch` rows, the
         SavedModel above (`bench/serving_speed.py` measures the crossing).
   * Any other export (one from before `serving.json` named its task, or without
@@ -44,6 +46,7 @@ measured, TensorFlow is not imported, nothing is printed.
 import json
 import os
 
+from serving import length_groups
 from serving.export_files import SERVING_CONFIG_FILE, TFLITE_FILE, TFLITE_INT8_FILE
 from serving.runners import LiteRunner, SavedModelRunner
 
@@ -121,7 +124,7 @@ class Predictor:
 
     def __init__(self, export_dir, backend="auto", num_threads=None,
                  tflite_max_batch=TFLITE_MAX_BATCH, seq_multiple=8, max_interpreters=None,
-                 precision=None):
+                 precision=None, group_overhead=length_groups.GROUP_OVERHEAD):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
@@ -132,6 +135,7 @@ class Predictor:
         self.config = read_config(export_dir)
         self.backend = backend
         self.tflite_max_batch = tflite_max_batch
+        self.group_overhead = group_overhead
         self.precision = precision or self.config.get("precision") or "float32"
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
@@ -182,12 +186,18 @@ class Predictor:
             return self._text_model(columns)
         batch = len(next(iter(columns.values())))
         model_inputs, state = self.fast_path.prepare(columns)
-        model = self._lite if self.backend_for(batch) == "tflite" else self._ids_model
-        return self.fast_path.answer(model(model_inputs), state)
+        if self.backend_for(batch) != "tflite":
+            return self.fast_path.answer(self._ids_model(model_inputs), state)
+        if not self.fast_path.group_by_length or self.group_overhead is None:
+            return self.fast_path.answer(self._lite(model_inputs), state)
+        return self.fast_path.answer(length_groups.run_in_groups(
+            self._lite, model_inputs, self.fast_path.seq_multiple,
+            self.fast_path.sequence_outputs, self.group_overhead), state)
 
 
 def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_MAX_BATCH,
-         seq_multiple=8, max_interpreters=None, precision=None):
+         seq_multiple=8, max_interpreters=None, precision=None,
+         group_overhead=length_groups.GROUP_OVERHEAD):
     """An export (`run_*.py --export_dir`, `export_saved_model.py`) as a callable: see the
     module docstring.
 
@@ -204,6 +214,9 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_M
         precision: "float32" (`model.tflite`) or "int8" (`model_int8.tflite`, int8
             weights: see `bench/RESULTS.md` for its accuracy); default the export's choice
             in `serving.json`, else float32.
+        group_overhead: on TF Lite, what one more model call costs, in positions, when a
+            request's rows are split into groups of similar length
+            (`serving.length_groups`); None: one call per request.
     """
     return Predictor(export_dir, backend, num_threads, tflite_max_batch, seq_multiple,
-                     max_interpreters, precision)
+                     max_interpreters, precision, group_overhead)

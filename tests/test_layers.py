@@ -1,6 +1,7 @@
 """Layer and model contracts: get_config round trips, shapes, mixed precision, a train step."""
 
 import keras
+import tensorflow as tf
 import numpy as np
 import pytest
 
@@ -110,3 +111,35 @@ def test_encoder_refuses_a_config_with_keyword_arguments(tiny_config_dict):
         modeling.BertEncoder(config, hidden_size=8)
     with pytest.raises(TypeError):  # no positional architecture arguments
         modeling.BertEncoder(40, 16)
+
+
+@pytest.mark.parametrize("options", [{}, {"pre_layer_norm": True},
+                                     {"causal_attention": True}])
+def test_skip_padding_gives_each_rows_outputs_as_if_it_ran_alone(tiny_config_dict, options):
+    """With `skip_padding` the dense layers see only the real tokens: each row's outputs
+    at its real positions are those of the row run alone, unpadded; padding gives 0."""
+    keras.utils.set_random_seed(5)
+    config = modeling.BertConfig.from_dict(dict(tiny_config_dict, **options))
+    encoder = modeling.BertEncoder(config)
+    lengths = [3, 7, 1, 5]
+    ids = np.random.default_rng(0).integers(5, config.vocab_size, (4, 8)).astype("int32")
+    mask = (np.arange(8) < np.array(lengths)[:, None]).astype("int32")
+    batch = {"input_ids": ids * mask, "input_mask": mask, "segment_ids": mask * (ids % 2)}
+    got = encoder(batch, skip_padding=True)
+    assert len(got["encoder_outputs"]) == config.num_hidden_layers
+    for row, n in enumerate(lengths):
+        alone = encoder({name: value[row:row + 1, :n] for name, value in batch.items()})
+        np.testing.assert_allclose(got["sequence_output"][row, :n],
+                                   alone["sequence_output"][0], atol=1e-5)
+        np.testing.assert_allclose(got["encoder_outputs"][0][row, :n],
+                                   alone["encoder_outputs"][0][0], atol=1e-5)
+        np.testing.assert_allclose(got["pooled_output"][row], alone["pooled_output"][0],
+                                   atol=1e-5)
+        assert not np.any(got["sequence_output"][row, n:])
+    # Through every task model, and in a compiled graph.
+    for model in (modeling.BertClassifier(encoder, 3), modeling.BertTokenClassifier(encoder, 4)):
+        want = model(batch)["logits"]
+        fn = tf.function(lambda inputs: model(inputs, training=False, skip_padding=True))
+        real = mask.astype(bool) if len(want.shape) == 3 else slice(None)
+        np.testing.assert_allclose(np.asarray(fn(batch)["logits"])[real],
+                                   np.asarray(want)[real], atol=1e-5)

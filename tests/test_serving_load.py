@@ -107,6 +107,44 @@ def test_long_texts_in_windows_and_regression(exports, texts):
     assert_same(*both(exports["regression"], pairs))
 
 
+def test_rows_of_a_request_run_in_groups_of_similar_length(exports, texts):
+    """On TF Lite a request's rows are sorted by length and run in groups, each padded to
+    its own longest; the answers are those of one call, and of the raw-text signature."""
+    predict = serving.load(exports["windows"], backend="tflite")
+    widths = []
+    run = predict._lite
+
+    def recording(inputs):
+        widths.append(inputs["input_ids"].shape)
+        return run(inputs)
+
+    predict._lite = recording
+    batch = ENGLISH + [" ".join(texts[i:i + 6]) for i in range(0, 30, 6)] + texts[6:30]
+    got = predict(batch)
+    assert len(widths) > 1 and len({w[1] for w in widths}) > 1
+    assert sum(w[0] for w in widths) == len(predict.fast_path.prepare(
+        {"text_a": batch})[1][0])  # every window of every row, once
+    assert_same(got, serving.load(exports["windows"], backend="tflite",
+                                  group_overhead=None)(batch))
+    assert_same(got, text_signature(exports["windows"])(batch))
+
+
+def test_the_saved_model_skips_padding_and_tflite_computes_it(exports):
+    """The SavedModel's ids graph runs the dense layers on the real tokens (it scatters
+    them back for attention); model.tflite, converted from a padded trace, has no
+    scatter (TF Lite cannot accelerate a data-dependent token count)."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+    signature = tf.saved_model.load(exports["single"]).signatures["serving_ids"]
+    graph = signature.graph.as_graph_def()
+    ops = {node.op for node in graph.node} | {
+        node.op for function in graph.library.function for node in function.node_def}
+    assert "ScatterNd" in ops
+    lite = Interpreter(model_path=os.path.join(exports["single"], "model.tflite"))
+    lite_ops = {op["op_name"] for op in lite._get_ops_details()}
+    assert "FULLY_CONNECTED" in lite_ops and not any("SCATTER" in op for op in lite_ops)
+
+
 def test_auto_picks_tflite_for_small_requests(exports):
     predict = serving.load(exports["single"], tflite_max_batch=4)
     assert predict.backend_for(1) == "tflite" and predict.backend_for(5) == "saved_model"

@@ -28,6 +28,15 @@ def attention_mask_adder(input_mask):
     return (1.0 - ops.expand_dims(ops.expand_dims(mask, 1), 1)) * MASK_ADDER
 
 
+def real_token_index(input_mask):
+    """The positions of the real tokens in the [batch * seq_length] token matrix of a
+    batch with `input_mask` [B, T], in order: int32 [num_tokens]. With it, the encoder
+    runs its dense layers on the real tokens alone (`BertEncoder(..., skip_padding=True)`).
+    """
+    flat = ops.reshape(input_mask, (-1,))
+    return ops.cast(ops.where(ops.not_equal(flat, 0))[0], "int32")  # nonzero
+
+
 def causal_mask_adder(input_mask):
     """The additive mask [B, 1, T, T] of a left-to-right model: query position i may
     attend to keys 0..i only (added to `attention_mask_adder`'s key mask). Built from
@@ -57,11 +66,15 @@ class SelfAttention(keras.layers.Layer):
         mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length], from
             `attention_mask_adder`.
         training: bool. Applies dropout when True.
+        token_index: optional int Tensor [num_tokens]: `x` is then the matrix of the real
+            tokens only, [num_tokens, hidden_size], row i being position token_index[i]
+            of the [batch_size * seq_length] token matrix (see `real_token_index`). The
+            projections run on those rows alone; the attention, on the padded layout.
 
     Returns:
         float Tensor of shape [batch_size, seq_length, num_heads * head_size] (or
-        [batch_size * seq_length, ...] for a token matrix), the context vectors before the
-        output projection.
+        [batch_size * seq_length, ...] for a token matrix, [num_tokens, ...] with
+        `token_index`), the context vectors before the output projection.
     """
 
     def __init__(self, *, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
@@ -86,15 +99,18 @@ class SelfAttention(keras.layers.Layer):
             layer.build(input_shape)
         self.built = True
 
-    def call(self, x, mask_adder, training=None):
+    def call(self, x, mask_adder, training=None, token_index=None):
         # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
         # The projections run on the [B*S, H] token matrix (as the original's
         # reshape_to_matrix): one MatMul + BiasAdd each, which TensorFlow fuses, instead
         # of a tensordot's reshapes and shape arithmetic around every dense layer.
         batch, seq = ops.shape(mask_adder)[0], ops.shape(mask_adder)[-1]
         tokens = ops.reshape(x, (-1, ops.shape(x)[-1])) if len(x.shape) == 3 else x
+        width = self.num_attention_heads * self.head_size
 
-        def heads(t):  # [B*S, N*D] -> [B, N, S, D]
+        def heads(t):  # [B*S, N*D] (or the real tokens' rows of it) -> [B, N, S, D]
+            if token_index is not None:  # padded positions: zero queries, keys, values
+                t = ops.scatter(ops.expand_dims(token_index, 1), t, (batch * seq, width))
             t = ops.reshape(t, (batch, seq, self.num_attention_heads, self.head_size))
             return ops.transpose(t, (0, 2, 1, 3))
 
@@ -108,7 +124,8 @@ class SelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, F, D]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
-        width = self.num_attention_heads * self.head_size
+        if token_index is not None:
+            return ops.take(ops.reshape(context, (-1, width)), token_index, axis=0)
         if len(x.shape) == 3:
             return ops.reshape(context, (batch, seq, width))
         return ops.reshape(context, (-1, width))

@@ -45,9 +45,12 @@ class TransformerBlock(keras.layers.Layer):
         x: float Tensor of shape [batch_size, seq_length, hidden_size].
         mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length].
         training: bool.
+        token_index: optional int Tensor [num_tokens]: `x` is then the real tokens'
+            matrix [num_tokens, hidden_size] (see `SelfAttention`), and so is the output.
 
     Returns:
-        float Tensor of shape [batch_size, seq_length, hidden_size].
+        float Tensor of shape [batch_size, seq_length, hidden_size] ([num_tokens,
+        hidden_size] with `token_index`).
     """
 
     def __init__(self, *, hidden_size, num_attention_heads, intermediate_size,
@@ -99,25 +102,26 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(h)
         self.built = True
 
-    def call(self, x, mask_adder, training=None):
-        # Every dense layer and LayerNorm works on the [B*S, H] token matrix: a plain
-        # MatMul + BiasAdd (+ activation) that TensorFlow fuses, no per-layer reshapes.
+    def call(self, x, mask_adder, training=None, token_index=None):
+        # Every dense layer and LayerNorm works on the [B*S, H] token matrix (or on its
+        # real tokens' rows, with `token_index`): a plain MatMul + BiasAdd (+ activation)
+        # that TensorFlow fuses, no per-layer reshapes.
         shape = ops.shape(x)
-        tokens = ops.reshape(x, (-1, self.hidden_size))
+        tokens = x if token_index is not None else ops.reshape(x, (-1, self.hidden_size))
+        attend = lambda t: self.self_attention(  # noqa: E731
+            t, mask_adder, training=training, token_index=token_index)
         if self.pre_layer_norm:
-            attn = self.attention_output(self.self_attention(
-                self.attention_layer_norm(tokens), mask_adder, training=training))
+            attn = self.attention_output(attend(self.attention_layer_norm(tokens)))
             attn = tokens + self.attention_dropout(attn, training=training)
             out = self.output_dense(self.intermediate(self.output_layer_norm(attn)))
             out = attn + self.output_dropout(out, training=training)
-            return ops.reshape(out, shape)
-        attn = self.attention_output(self.self_attention(tokens, mask_adder,
-                                                         training=training))
-        attn = self.attention_layer_norm(self.attention_dropout(attn, training=training)
-                                         + tokens)
-        out = self.output_dense(self.intermediate(attn))
-        out = self.output_layer_norm(self.output_dropout(out, training=training) + attn)
-        return ops.reshape(out, shape)
+        else:
+            attn = self.attention_output(attend(tokens))
+            attn = self.attention_layer_norm(self.attention_dropout(attn, training=training)
+                                             + tokens)
+            out = self.output_dense(self.intermediate(attn))
+            out = self.output_layer_norm(self.output_dropout(out, training=training) + attn)
+        return out if token_index is not None else ops.reshape(out, shape)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

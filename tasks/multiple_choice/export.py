@@ -41,7 +41,8 @@ class MultipleChoiceModule(export.ServingModule):
         flat = trim_padding(flat, export.SERVING_PAD_MULTIPLE)
         inputs = {name: tf.reshape(value, [batch, num_choices, -1])
                   for name, value in flat.items()}
-        scores = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        scores = tf.cast(self.model(inputs, training=False, skip_padding=self.skip_padding
+                                    )["logits"], tf.float32)
         return {"scores": scores, "probabilities": tf.nn.softmax(scores, -1),
                 "label_id": tf.argmax(scores, -1, output_type=tf.int32)}
 

@@ -51,10 +51,10 @@ class BertMultipleChoice(EncoderModel):
         self.chooser.build((None, self.encoder.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, skip_padding=False):
         shape = ops.shape(inputs["input_ids"])  # [batch, num_choices, seq_length]
         flat = {name: ops.reshape(inputs[name], (-1, shape[2])) for name in INPUT_NAMES}
-        pooled = self._encode(flat, training)["pooled_output"]
+        pooled = self._encode(flat, training, skip_padding)["pooled_output"]
         scores = self.chooser(pooled, training=training)  # [batch * num_choices, 1]
         return {"logits": ops.reshape(scores, (-1, shape[1]))}
 

@@ -41,6 +41,10 @@ class SquadModule(export.ServingModule):
     """Question + context in, start/end logits and token offsets out."""
 
     task = "squad"
+    # The logits of padded positions stay the model's: as in the original's
+    # post-processing, the n-best starts and ends are picked among every position, so
+    # they can take a slot (and change the answer's probability) before being dropped.
+    skip_padding = False
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length,
                  reading=None):

@@ -26,6 +26,11 @@ class SquadFastPath(FastPath):
     answer wins), its `probability` among the n-best, its `start_logit` and `end_logit`
     out, and `null_odds` (null score minus the best answer's) for SQuAD 2.0."""
 
+    # As in the original's post-processing, the n-best starts and ends are picked among
+    # every position of a window, padding included: a window's answer would depend on
+    # how far its group is padded.
+    group_by_length = False
+
     def __init__(self, config, tokenizer, seq_multiple=8):
         super().__init__(config, tokenizer, seq_multiple)
         self.reading = {name: config.get(name, default) for name, default in

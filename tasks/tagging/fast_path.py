@@ -17,6 +17,8 @@ class TaggingFastPath(FastPath):
     at a B-X (or S-X) tag or at an X tag after another type; words past
     `max_seq_length` pieces are tagged O."""
 
+    sequence_outputs = ("probabilities", "label_id", "label")
+
     def __init__(self, config, tokenizer, seq_multiple=8):
         super().__init__(config, tokenizer, seq_multiple)
         self.labels = list(config["labels"])

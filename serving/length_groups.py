@@ -1,0 +1,71 @@
+"""A request's rows run in groups of similar length: each group padded to its own longest
+row, so a batch of short sentences and a few long ones is not all padded to the longest.
+
+Pipeline position: inside `serving.load` (`serving.predictor`), between a task's fast
+path (which packs a request into id arrays padded to its longest row) and a model that
+computes every position it is given (`model.tflite`). The rows are sorted by length and
+cut where that saves more positions than another call costs (`overhead`, in positions):
+a batch of 32 SST-2 sentences padded to its longest is half padding; in groups, about a
+quarter. The answers are the same, up to float rounding of other matmul shapes: a row's
+outputs at its real positions do not depend on how far it is padded.
+"""
+
+import numpy as np
+
+# What one more model call costs, in positions (rows x length) computed: measured with
+# `bench/serving_speed.py --group_overhead` (see bench/RESULTS.md).
+GROUP_OVERHEAD = 64
+
+
+def row_lengths(input_mask):
+    """Positions each row uses (its last real position + 1), for [rows, seq] or [rows,
+    ..., seq] masks (multiple choice: the longest of a row's sequences)."""
+    used = input_mask.reshape(len(input_mask), -1, input_mask.shape[-1]).any(axis=1)
+    return np.where(used.any(axis=1), used.shape[1] - np.argmax(used[:, ::-1], axis=1), 0)
+
+
+def plan_groups(lengths, multiple, overhead=GROUP_OVERHEAD):
+    """The rows (indices into `lengths`) of each group, shortest first: the cut of the
+    rows sorted by length into runs that minimises the positions computed (each run
+    padded to its longest, rounded up to `multiple`) plus `overhead` per run."""
+    order = np.argsort(lengths, kind="stable")
+    padded = [-(-max(int(lengths[i]), 1) // multiple) * multiple for i in order]
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: the cost of the first j sorted rows
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):  # the last run: sorted rows i..j-1, padded to row j-1's length
+            cost = best[i] + (j - i) * padded[j - 1] + overhead
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], n
+    while j:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
+
+
+def run_in_groups(model, inputs, multiple, sequence_outputs=(), overhead=GROUP_OVERHEAD):
+    """`model(inputs)` ({name: array} -> {name: array}) computed group by group (see
+    `plan_groups`) and put back in the rows' order. `sequence_outputs`: the outputs
+    with a position axis after the row axis; they are padded back with zeros to the
+    request's length (positions past a row's group's length are padding)."""
+    lengths = row_lengths(inputs["input_mask"])
+    groups = plan_groups(lengths, multiple, overhead)
+    if len(groups) == 1:
+        return model(inputs)
+    width = inputs["input_mask"].shape[-1]
+    results = [model({name: value[rows][..., :-(-max(int(lengths[rows].max()), 1) //
+                                             multiple) * multiple]
+                      for name, value in inputs.items()}) for rows in groups]
+    order = np.concatenate(groups)
+    outputs = {}
+    for name in results[0]:
+        parts = [r[name] for r in results]
+        if name in sequence_outputs:
+            parts = [np.pad(p, [(0, 0), (0, width - p.shape[1])] + [(0, 0)] * (p.ndim - 2))
+                     for p in parts]
+        joined = np.concatenate(parts)
+        outputs[name] = np.empty_like(joined)
+        outputs[name][order] = joined
+    return outputs
