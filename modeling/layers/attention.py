@@ -31,7 +31,7 @@ def attention_mask_adder(input_mask):
 def real_token_index(input_mask):
     """The positions of the real tokens in the [batch * seq_length] token matrix of a
     batch with `input_mask` [B, T], in order: int32 [num_tokens]. With it, the encoder
-    runs its dense layers on the real tokens alone (`BertEncoder(..., skip_padding=True)`).
+    runs its dense layers on the real tokens alone (`encoder(inputs, skip_padding=True)`).
     """
     flat = ops.reshape(input_mask, (-1,))
     return ops.cast(ops.where(ops.not_equal(flat, 0))[0], "int32")  # nonzero
