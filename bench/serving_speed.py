@@ -178,8 +178,8 @@ def print_goals(results):
         part = result.pop("part")
         for measure, value in result.items():
             op, threshold = GOALS.get(measure, (None, None))
-            met = "" if op is None else {"<=": value <= (threshold or 0),
-                                         ">=": value >= (threshold or 0),
+            met = "" if op is None else {"<=": value <= threshold,
+                                         ">=": value >= threshold,
                                          "==": value == threshold}[op]
             shown = f"{value:.2f}" if isinstance(value, float) else str(value)
             goal = "" if op is None else f"{op} {threshold}"

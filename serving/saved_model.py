@@ -52,7 +52,7 @@ class ServingModule(tf.Module):
     Subclasses define `from_ids(input_ids, input_mask, segment_ids)` and `from_text`.
 
     The SavedModel's graphs run the encoder with `skip_padding` (its dense layers on the
-    real tokens alone: 1.55x the speed on a batch of 32 SST-2 sentences, see
+    real tokens alone; a batch of SST-2 sentences padded to its longest is half padding:
     `bench/RESULTS.md`); the TF Lite file is converted from graphs traced without it
     (`padded_graphs`), since TF Lite has no kernel for a data-dependent token count.
     """
