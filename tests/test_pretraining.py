@@ -75,6 +75,20 @@ def test_loss_of_one_batch_equals_hand_computation(records):
     np.testing.assert_allclose(float(loss), mlm_loss + nsp_loss, rtol=1e-5)
 
 
+def test_next_sentence_accuracy_comes_with_the_majority_label_floor(records):
+    """The evaluation reports the accuracy of always answering the set's more frequent
+    next-sentence label, counted here from the records themselves: an accuracy under it
+    (a tiny held-out set of a few documents) reads as no better than a constant."""
+    from training.loop import evaluate
+    dataset = pretraining_dataset(records, 16, SEQ, PRED, is_training=False)
+    labels = np.concatenate([b["next_sentence_labels"].numpy()[:, 0] for b in dataset])
+    share = labels.mean()
+    assert 0 < share < 1 and share != 0.5
+    results = evaluate(tf.distribute.get_strategy(), _model(), PretrainingTask(), dataset)
+    assert results["next_sentence_majority_accuracy"] == pytest.approx(max(share, 1 - share))
+    assert 0 <= results["next_sentence_accuracy"] <= 1
+
+
 def test_training_brings_the_loss_well_below_its_start(records, tmp_path):
     strategy = tf.distribute.get_strategy()
     model = _model()

@@ -273,13 +273,18 @@ class PretrainingTask(Task):
                                            nsp_labels), tf.float32)
             sums.update({"sequences": tf.cast(tf.size(nsp_labels), tf.float32),
                          "nsp_loss": tf.reduce_sum(nsp_xent),
-                         "nsp_correct": tf.reduce_sum(nsp_correct)})
+                         "nsp_correct": tf.reduce_sum(nsp_correct),
+                         "nsp_random": tf.reduce_sum(tf.cast(nsp_labels, tf.float32))})
         return sums
 
     def eval_results(self, sums):
         """The original's metrics: weighted masked-LM accuracy and mean loss, next-sentence
         accuracy and mean loss, and their total `loss`; plus the perplexity of the
-        language model (exp of its mean loss). For `ltr` the LM's are named `lm_*`."""
+        language model (exp of its mean loss), and `next_sentence_majority_accuracy`: the
+        accuracy of always answering the evaluation set's more frequent label (the
+        records are not 50/50: a segment that fills the sequence alone always gets a
+        random next), the floor the next-sentence accuracy is read against. For `ltr`
+        the LM's are named `lm_*`."""
         name = self._lm_name()
         mlm_weight = max(sums["mlm_weight"], 1e-12)
         results = {f"{name}_accuracy": sums["mlm_correct"] / mlm_weight,
@@ -290,5 +295,7 @@ class PretrainingTask(Task):
             sequences = max(sums["sequences"], 1e-12)
             results["next_sentence_accuracy"] = sums["nsp_correct"] / sequences
             results["next_sentence_loss"] = sums["nsp_loss"] / sequences
+            random_share = sums["nsp_random"] / sequences
+            results["next_sentence_majority_accuracy"] = max(random_share, 1 - random_share)
             results["loss"] += results["next_sentence_loss"]
         return results
