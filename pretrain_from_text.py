@@ -98,6 +98,9 @@ def main(_):
         f"({plan.objective}) of "
         f"{from_text.RECIPE['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
         f"warm-up); the corpus masked {plan.dupe_factor} times")
+    warning = from_text.shortfall(plan)
+    if warning:
+        logging.warning("%s", warning)
     say("[4/5] Pre-training TFRecords")
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(train_text, records, vocab, FLAGS.do_lower_case,
@@ -116,6 +119,10 @@ def main(_):
     say(f"\nDone in {(time.time() - start) / 60:.1f} minutes. Held-out masked-LM accuracy "
         f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
         f"{results.get('masked_lm_perplexity', float('nan')):.1f}.")
+    if "next_sentence_accuracy" in results:
+        say(f"Held-out next-sentence accuracy {results['next_sentence_accuracy']:.1%} "
+            f"(always answering the more frequent label: "
+            f"{results['next_sentence_majority_accuracy']:.1%}).")
     say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")
     say("Fine-tune it, e.g. on your own sentence-classification set:\n"
         f"  python run_classifier.py --task_name=SST-2 --data_dir=my_data --do_train "

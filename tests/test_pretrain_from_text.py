@@ -48,11 +48,24 @@ def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     assert from_text.kept_plan(str(tmp_path / "c")).objective == nsp.objective == "mlm_nsp"
 
 
+def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
+    """On a CPU four times slower than the one the recipe was measured on, the hour buys
+    a quarter of its steps: said before the run, with the minutes its measured 9,500
+    steps take here (9,500 x 1.5 s = 237.5 minutes, rounded up to 240)."""
+    slow = from_text.choose_plan(str(tmp_path / "slow"), 60, 10_000_000, seconds_per_step=1.5)
+    assert slow.num_train_steps == 2400
+    warning = from_text.shortfall(slow)
+    assert "60 minutes buy 2,400 steps" in warning and "--budget_minutes=240" in warning
+    fast = from_text.choose_plan(str(tmp_path / "fast"), 60, 10_000_000, seconds_per_step=0.4)
+    assert from_text.shortfall(fast) is None
+
+
 def test_text_to_checkpoint_and_resume(tmp_path):
     corpus = _corpus(tmp_path / "corpus.txt")
     out = tmp_path / "bert"
     command = [sys.executable, os.path.join(ROOT, "pretrain_from_text.py"),
-               f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.05"]
+               f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.05",
+               "--objective=mlm_nsp"]
     first = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -64,6 +77,10 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["plan"]["num_train_steps"] >= 10
     assert "Held-out masked-LM accuracy" in first.stderr
+    assert "Held-out next-sentence accuracy" in first.stderr  # beside its floor:
+    assert "always answering the more frequent label" in first.stderr
+    # Three seconds buy too few steps for the recipe: said on the console, before training.
+    assert "steps on this machine" in first.stderr and "--budget_minutes=" in first.stderr
     assert f"--init_checkpoint={export}/bert_model.ckpt" in first.stderr
     heldout = (out / "text" / "heldout.txt").read_text().strip().split("\n\n")
     assert len(heldout) == 2  # 1% of 40 documents, at least two

@@ -47,6 +47,12 @@ RECIPE = {
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
 MIN_HELDOUT = 2
 CALIBRATION_STEPS = 20  # timed to turn the budget into steps
+# The recipe's measured hour (bench/RESULTS.md, on an AVX-512 CPU): 9,500 steps, 35.8% of
+# held-out masked tokens predicted; its masked LM left the frequent-token plateau only
+# after about 4,000 steps. A slower CPU buys fewer steps in the same minutes; a plan
+# under ENOUGH_STEPS is warned about before the run (`shortfall`).
+MEASURED_STEPS = 9500
+ENOUGH_STEPS = 6000
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
 
 
@@ -182,6 +188,22 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
         {"recipe": dict(RECIPE, objective=objective), "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
     return chosen
+
+
+def shortfall(plan):
+    """A warning (text) if the plan's budget buys this machine fewer steps than the recipe
+    was shown to need, with the budget that would buy its measured run; None otherwise."""
+    if plan.num_train_steps >= ENOUGH_STEPS:
+        return None
+    minutes = plan.num_train_steps * plan.seconds_per_step / 60
+    needed = math.ceil(MEASURED_STEPS * plan.seconds_per_step / 60 / 10) * 10
+    return (f"{minutes:.{0 if minutes >= 10 else 1}f} minutes buy {plan.num_train_steps:,} steps on this machine "
+            f"({plan.seconds_per_step:.2f} s a step). The recipe was measured at "
+            f"{MEASURED_STEPS:,} steps, and its masked LM left the frequent-token plateau "
+            f"only after about 4,000 (docs/pretraining.md, \"Pre-training on a CPU\"): "
+            f"with fewer than {ENOUGH_STEPS:,} the model may stay near random weights. "
+            f"For the measured run give --budget_minutes={needed} (a new --output_dir; "
+            f"the plan of this one is kept).")
 
 
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
