@@ -6,8 +6,9 @@ path (which packs a request into id arrays padded to its longest row) and a mode
 computes every position it is given (`model.tflite`). The rows are sorted by length and
 cut where that saves more positions than another call costs (`overhead`, in positions):
 over SST-2 dev in batches of 32, padding each batch to its longest computes 2.06x the
-real tokens; in groups (the default overhead, about 3 groups a batch), 1.26x. The answers are the same, up to float rounding of other matmul shapes: a row's
-outputs at its real positions do not depend on how far it is padded.
+real tokens; in groups (the default overhead, about 3 groups a batch), 1.26x. The answers
+are the same, up to float rounding of other matmul shapes: a row's outputs at its real
+positions do not depend on how far it is padded.
 """
 
 import numpy as np

@@ -52,6 +52,7 @@ CALIBRATION_STEPS = 20  # timed to turn the budget into steps
 # after about 4,000 steps. A slower CPU buys fewer steps in the same minutes; a plan
 # under ENOUGH_STEPS is warned about before the run (`shortfall`).
 MEASURED_STEPS = 9500
+PLATEAU_STEPS = 4000
 ENOUGH_STEPS = 6000
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
 
@@ -197,10 +198,12 @@ def shortfall(plan):
         return None
     minutes = plan.num_train_steps * plan.seconds_per_step / 60
     needed = math.ceil(MEASURED_STEPS * plan.seconds_per_step / 60 / 10) * 10
-    return (f"{minutes:.{0 if minutes >= 10 else 1}f} minutes buy {plan.num_train_steps:,} steps on this machine "
+    return (f"{minutes:.{0 if minutes >= 10 else 1}f} minutes buy "
+            f"{plan.num_train_steps:,} steps on this machine "
             f"({plan.seconds_per_step:.2f} s a step). The recipe was measured at "
             f"{MEASURED_STEPS:,} steps, and its masked LM left the frequent-token plateau "
-            f"only after about 4,000 (docs/pretraining.md, \"Pre-training on a CPU\"): "
+            f"only after about {PLATEAU_STEPS:,} (docs/pretraining.md, \"Pre-training on a "
+            f"CPU\"): "
             f"with fewer than {ENOUGH_STEPS:,} the model may stay near random weights. "
             f"For the measured run give --budget_minutes={needed} (a new --output_dir; "
             f"the plan of this one is kept).")
