@@ -130,7 +130,8 @@ def combine_layers(outputs, combination):
 def _batches(encoder, packed_examples, batch_size):
     """Yields (chunk, per-layer activations [L] of float32 [b, length, H], pooled output
     float32 [b, H], input mask int32 [b, length]) per batch, in order."""
-    run = tf.function(lambda x: encoder(x, training=False), reduce_retracing=True)
+    run = tf.function(lambda x: encoder(x, training=False), reduce_retracing=True,
+                      autograph=False)
     for start in range(0, len(packed_examples), batch_size):
         chunk = packed_examples[start:start + batch_size]
         # Pad to the longest example in the batch: padded keys get exp(-10000) = 0 weight,

@@ -49,7 +49,7 @@ class EncoderModule(AutoTrackable):
                                     for v in encoder.trainable_variables]
         self.regularization_losses = []
 
-    @tf.function
+    @tf.function(autograph=False)  # as `serving.saved_model.serving_function`
     def __call__(self, inputs, training=False):
         out = self.encoder({"input_ids": inputs["input_word_ids"],
                             "input_mask": inputs["input_mask"],
@@ -80,7 +80,7 @@ def export_encoder(encoder, export_dir, tflite=None, tflite_quantize=False):
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS}
     for training in (False, True):  # TF Hub's KerasLayer calls with training=True/False
         module.__call__.get_concrete_function(spec, training=training)
-    serving = tf.function(module.serve, input_signature=[
+    serving = export.serving_function(module.serve, [
         tf.TensorSpec([None, None], tf.int32, name=name) for name in HUB_INPUTS])
     module.serving = serving
     return export.save_signatures(module, export_dir, {"serving_default": serving},
@@ -112,7 +112,7 @@ class PreprocessorModule(AutoTrackable):
         return {"input_word_ids": packed["input_ids"], "input_mask": packed["input_mask"],
                 "input_type_ids": packed["segment_ids"]}
 
-    @tf.function(input_signature=[export.TEXT_SPEC])
+    @tf.function(input_signature=[export.TEXT_SPEC], autograph=False)
     def __call__(self, strings):
         return self._pack([self._tokenize(strings)], self.seq_length)
 
@@ -120,10 +120,10 @@ class PreprocessorModule(AutoTrackable):
 def export_preprocessor(export_dir, vocab_file, do_lower_case, seq_length=128):
     """Writes the TF Hub-style preprocessor SavedModel; returns `export_dir`."""
     module = PreprocessorModule(vocab_file, do_lower_case, seq_length)
-    module.tokenize = tf.function(module._tokenize, input_signature=[export.TEXT_SPEC])
+    module.tokenize = export.serving_function(module._tokenize, [export.TEXT_SPEC])
     segment = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
     length = tf.TensorSpec([], tf.int32)
-    module.bert_pack_inputs = tf.function(module._pack)
+    module.bert_pack_inputs = tf.function(module._pack, autograph=False)
     for count in (1, 2):  # one segment, or a pair
         module.bert_pack_inputs.get_concrete_function([segment] * count, length)
     return export.save_signatures(module, export_dir, {"serving_default": module.__call__})

@@ -39,6 +39,14 @@ SERVING_PAD_MULTIPLE = 8
 TEXT_SPEC = tf.TensorSpec(None, tf.string)
 
 
+def serving_function(function, input_signature):
+    """A serving signature: `function` traced over `input_signature` as written, without
+    AutoGraph. The serving graphs hold no Python control flow over tensors, and AutoGraph's
+    rewriting of every function the model calls took a third of an export's time
+    (`bench/RESULTS.md`)."""
+    return tf.function(function, input_signature=input_signature, autograph=False)
+
+
 def untracked(module, name, value):
     """Sets `module.name = value` without making `value` part of what is saved: a Keras 3
     model saved as a child would write every weight a second time (its Keras variables are
@@ -138,7 +146,7 @@ def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False
     the three id inputs; atomically. `tflite`: also `model.tflite` of `serving_ids` (see
     `write_tflite`): True = required, None = when the model converts (a BiLSTM head does
     not), False = no; `tflite_quantize` implies True. Returns `export_dir`."""
-    serving_ids = tf.function(module.from_ids, input_signature=[IDS_SPEC] * 3)
+    serving_ids = serving_function(module.from_ids, [IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
     return save_signatures(module, export_dir, {"serving_default": text_signature,
                                                 "serving_ids": serving_ids},
@@ -223,9 +231,8 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
         if isinstance(module, ServingModule) and function is not None:
             source = stack.enter_context(tempfile.TemporaryDirectory(prefix="tflite_"))
             with module.padded_graphs():
-                padded = tf.function(function.python_function,
-                                     input_signature=function.input_signature
-                                     ).get_concrete_function()
+                padded = serving_function(function.python_function,
+                                           function.input_signature).get_concrete_function()
             tf.saved_model.save(module, source, signatures={signature: padded})
 
         def convert(optimize):

@@ -144,7 +144,9 @@ class Trainer:
         self._variables = model.trainable_variables
         # Set from another thread when SIGTERM/SIGINT arrives (`training.preemption`).
         self._stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
-        self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile)
+        # AutoGraph only where a loop runs over tensors (`_loop`, the accumulation): the
+        # model's code has no such loop, and rewriting it cost seconds per run.
+        self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
         self._train_loop = tf.function(self._loop)
         self._writer = None
         self._metrics = None
@@ -419,7 +421,7 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
     returns `task.eval_results` of the totals, plus "eval_steps"."""
     dist = strategy.experimental_distribute_dataset(dataset)
 
-    @tf.function
+    @tf.function(autograph=False)
     def step(batch):
         sums = strategy.run(lambda b: task.eval_sums(model, b), args=(batch,))
         return {name: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
@@ -460,7 +462,7 @@ def predict(model, dataset, outputs, keep=()):
     if key not in steps:
         # reduce_retracing: batches padded to their own length (`task.trim_padding`) come
         # in a few shapes; one trace with a free sequence length serves them all.
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def step(inputs):
             out = model(inputs, training=False)
             return {name: tf.cast(out[name], tf.float32) for name in key}

@@ -87,11 +87,10 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
                                   label_list, regression, long_document, doc_stride)
     text = export.TEXT_SPEC
     if pair:
-        serving_text = tf.function(lambda text_a, text_b: module.from_text(text_a, text_b),
-                                   input_signature=[text, text])
+        serving_text = export.serving_function(
+            lambda text_a, text_b: module.from_text(text_a, text_b), [text, text])
     else:
-        serving_text = tf.function(lambda text_a: module.from_text(text_a),
-                                   input_signature=[text])
+        serving_text = export.serving_function(lambda text_a: module.from_text(text_a), [text])
     return export.save(module, export_dir, serving_text, tflite, tflite_quantize)
 
 

@@ -78,9 +78,9 @@ def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq
     `export_dir`. `tflite`, `tflite_quantize`: also `model.tflite` of `serving_ids` (see
     `serving.saved_model.save`: by default when the model converts)."""
     module = MultipleChoiceModule(model, vocab_file, do_lower_case, max_seq_length)
-    module.serving_text = tf.function(
-        module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
-    module.serving_ids = tf.function(module.from_ids, input_signature=[CHOICE_IDS_SPEC] * 3)
+    module.serving_text = export.serving_function(
+        module.from_text, [export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
+    module.serving_ids = export.serving_function(module.from_ids, [CHOICE_IDS_SPEC] * 3)
     return export.save_signatures(
         module, export_dir, {"serving_default": module.serving_text,
                              "serving_ids": module.serving_ids},

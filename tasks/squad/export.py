@@ -116,8 +116,8 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     reading = dict(SquadReading().reading(), **reading)
     module = SquadModule(model, vocab_file, do_lower_case, max_seq_length, max_query_length,
                          reading)
-    return export.save(module, export_dir, tf.function(
-        module.from_text, input_signature=[export.TEXT_SPEC, export.TEXT_SPEC]),
+    return export.save(module, export_dir, export.serving_function(
+        module.from_text, [export.TEXT_SPEC, export.TEXT_SPEC]),
         tflite, tflite_quantize)
 
 

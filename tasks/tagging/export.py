@@ -109,7 +109,7 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     """
     module = TaggingModule(model, vocab_file, do_lower_case, max_seq_length, label_list)
     return export.save(module, export_dir,
-                       tf.function(module.from_text, input_signature=[export.TEXT_SPEC]),
+                       export.serving_function(module.from_text, [export.TEXT_SPEC]),
                        tflite, tflite_quantize)
 
 
