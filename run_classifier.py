@@ -20,7 +20,7 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
-from tasks.classification import ClassificationConfig, ClassificationTask  # noqa: E402
+from tasks.classification.config import ClassificationConfig  # noqa: E402
 
 training_flags.define_settings(ClassificationConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
@@ -31,11 +31,13 @@ FLAGS = flags.FLAGS
 def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
-    from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, ClassificationConfig, TrainerConfig, RuntimeConfig)
+    # TensorFlow from here on: a wrong flag was answered without waiting for it.
+    from tasks.classification.task import ClassificationTask
+    from training import grid
     grid.run(ClassificationTask, task_config, trainer, runtime,
              training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
              do_predict=FLAGS.do_predict)

@@ -21,7 +21,7 @@ import cli
 from cli import flags as training_flags
 from common.shared_settings import ScoreOnly
 
-from tasks.tagging import TaggingConfig, TaggingTask  # noqa: E402
+from tasks.tagging.config import TaggingConfig  # noqa: E402
 
 training_flags.define_settings(TaggingConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
@@ -45,11 +45,13 @@ def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict "
                              "(or --do_eval_only).")
-    from training import grid
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, TaggingConfig, TrainerConfig, RuntimeConfig)
+    # TensorFlow from here on: a wrong flag was answered without waiting for it.
+    from tasks.tagging.task import TaggingTask
+    from training import grid
     grid.run(TaggingTask, task_config, trainer, runtime, training_flags.grid_axes(FLAGS),
              do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 

@@ -17,7 +17,7 @@ from absl import app, flags
 import cli
 from cli import flags as training_flags
 
-from tasks.pretraining import PretrainingConfig, PretrainingTask  # noqa: E402
+from tasks.pretraining.config import PretrainingConfig  # noqa: E402
 
 training_flags.define_settings(PretrainingConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
@@ -27,7 +27,6 @@ FLAGS = flags.FLAGS
 def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval):
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
-    from training import runner
     from training.config import RuntimeConfig, TrainerConfig
 
     axes = training_flags.grid_axes(FLAGS)
@@ -36,6 +35,9 @@ def main(_):
                              f"are for the fine-tuning scripts).")
     task_config, trainer, runtime = training_flags.configs_from_flags(
         FLAGS, PretrainingConfig, TrainerConfig, RuntimeConfig)
+    # TensorFlow from here on: a wrong flag was answered without waiting for it.
+    from tasks.pretraining.task import PretrainingTask
+    from training import runner
     runner.run(PretrainingTask(task_config), trainer, runtime,
                do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
 

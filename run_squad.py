@@ -26,7 +26,7 @@ from cli import flags as training_flags
 from common.settings import setting
 from common.shared_settings import ScoreOnly
 
-from tasks.squad import SquadConfig, SquadTask  # noqa: E402
+from tasks.squad.config import SquadConfig  # noqa: E402
 
 training_flags.define_settings(SquadConfig)  # the task's settings, its defaults
 training_flags.define_common_flags()
@@ -77,11 +77,13 @@ def main(_):
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
     from tasks.squad.data import read_squad_from_text
-    from training import grid, runner
     from training.config import RuntimeConfig, TrainerConfig
 
     task_config, runtime, *trainer = training_flags.configs_from_flags(
         FLAGS, SquadConfig, RuntimeConfig, *([TrainerConfig] if stages else []))
+    # TensorFlow from here on: a wrong flag was answered without waiting for it.
+    from tasks.squad.task import SquadTask
+    from training import grid, runner
     task = SquadTask(task_config)
     model = None
     if stages:

@@ -85,3 +85,29 @@ def test_the_original_releases_root_scripts_are_there():
     for name in ("run_pretraining.py", "run_classifier.py", "run_squad.py",
                  "create_pretraining_data.py", "extract_features.py"):
         assert name in SCRIPTS
+
+
+WITHOUT_TENSORFLOW = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as exit:
+    print("exit", exit.code, "tensorflow imported:", "tensorflow" in sys.modules)
+"""
+TRAINING_SCRIPTS = ("run_classifier.py", "run_ner.py", "run_squad.py", "run_swag.py",
+                    "run_pretraining.py")
+
+
+@pytest.mark.parametrize("script", TRAINING_SCRIPTS)
+def test_a_wrong_flag_is_answered_before_tensorflow_is_imported(script, tmp_path):
+    """The flags are checked against the task's settings (`tasks.<task>.config`, which
+    imports no TensorFlow) before the task is imported: a typo costs a fraction of a
+    second, not TensorFlow's start-up."""
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TENSORFLOW, os.path.join(ROOT, script), "--do_train",
+         "--learning_rate=-1", "--train_batch_size=0"],
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=ROOT))
+    assert "exit 1 tensorflow imported: False" in result.stdout, result.stdout + result.stderr
+    assert "error: --" in result.stderr, result.stderr[-2000:]

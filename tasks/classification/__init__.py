@@ -3,21 +3,24 @@
   data.py      the readers (`get_processor`): official layouts, generic TSV/CSV/JSON lines
   features.py  examples -> packed ids -> cached TFRecords -> tf.data batches
   metrics.py   each task's official metric (accuracy, F1, Matthews, Pearson/Spearman)
-  task.py      `ClassificationConfig`, `ClassificationTask`: loss, evaluation, predictions
+  config.py    `ClassificationConfig`: the settings, read before TensorFlow is imported
+  task.py      `ClassificationTask`: loss, evaluation, predictions
   export.py    the SavedModel (raw strings in, labels out)
 """
 
 from tasks import registry
 
 _TASK, _EXPORT = "tasks.classification.task", "tasks.classification.export"
+_CONFIG = "tasks.classification.config"
 registry.register(registry.TaskEntry(
     name="classification", aliases=("classifier",),
     task_class=f"{_TASK}:ClassificationTask",
-    config_class=f"{_TASK}:ClassificationConfig",
+    config_class=f"{_CONFIG}:ClassificationConfig",
     export=registry.ExportEntry(options=f"{_EXPORT}:ClassificationExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
                                 save=f"{_EXPORT}:save_for_export"),
     fast_path="tasks.classification.fast_path:ClassificationFastPath"))
 
 __all__ = ["ClassificationConfig", "ClassificationTask"]
-__getattr__ = registry.lazy_names(__name__, {_TASK: __all__})
+__getattr__ = registry.lazy_names(__name__, {_CONFIG: ["ClassificationConfig"],
+                                              _TASK: ["ClassificationTask"]})

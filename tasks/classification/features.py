@@ -21,8 +21,8 @@ from text import packing
 from common.progress import Progress
 from modeling.padding import trim_padding
 from modeling.inputs import INPUT_NAMES
+from tasks.classification.config import TOKENIZERS
 
-TOKENIZERS = ("python", "graph")
 FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
 
 

@@ -3,16 +3,18 @@
   data.py      the readers: SWAG's release CSVs, JSON lines (context, question, choices)
   features.py  examples -> one packed sequence per choice -> batches
   model.py     `BertMultipleChoice`: a score per choice from its [CLS] vector
-  task.py      `MultipleChoiceConfig`, `MultipleChoiceTask`: loss, accuracy, predictions
+  config.py    `MultipleChoiceConfig`: the settings, read before TensorFlow is imported
+  task.py      `MultipleChoiceTask`: loss, accuracy, predictions
   export.py    the SavedModel (context, question and choices as text in, scores out)
 """
 
 from tasks import registry
 
 _TASK, _EXPORT = "tasks.multiple_choice.task", "tasks.multiple_choice.export"
+_CONFIG = "tasks.multiple_choice.config"
 registry.register(registry.TaskEntry(
     name="multiple_choice", aliases=("swag", "multiple-choice"),
-    task_class=f"{_TASK}:MultipleChoiceTask", config_class=f"{_TASK}:MultipleChoiceConfig",
+    task_class=f"{_TASK}:MultipleChoiceTask", config_class=f"{_CONFIG}:MultipleChoiceConfig",
     export=registry.ExportEntry(options=None, build_model=f"{_EXPORT}:model_for_export",
                                 save=f"{_EXPORT}:save_for_export"),
     fast_path="tasks.multiple_choice.fast_path:MultipleChoiceFastPath"))
@@ -20,4 +22,4 @@ registry.register(registry.TaskEntry(
 __all__ = ["BertMultipleChoice", "MultipleChoiceConfig", "MultipleChoiceTask"]
 __getattr__ = registry.lazy_names(__name__, {
     "tasks.multiple_choice.model": ["BertMultipleChoice"],
-    _TASK: ["MultipleChoiceConfig", "MultipleChoiceTask"]})
+    _CONFIG: ["MultipleChoiceConfig"], _TASK: ["MultipleChoiceTask"]})

@@ -10,40 +10,19 @@ Loss: softmax cross-entropy over each example's choices (a score per choice), av
 over the global batch.
 """
 
-import dataclasses
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from common.scores import softmax
-from common.settings import setting
 from tasks.multiple_choice import data, features
 from tasks.multiple_choice.export import export_multiple_choice
 from tasks.multiple_choice.model import BertMultipleChoice
 from text.tokenization import FullTokenizer
 from training import loop
-from training.config import FineTuningConfig, check
 from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
     steps_for_epochs, token_count
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class MultipleChoiceConfig(FineTuningConfig):
-    """The multiple-choice task's settings (the fields of `FineTuningConfig`, and these)."""
-    data_dir: str = setting(
-        recorded=True, help="Folder with the train/dev/test files: SWAG's train.csv, "
-        "val.csv, test.csv, or train.jsonl, dev.jsonl, test.jsonl (see --data_format).")
-    data_format: str = setting(
-        "auto", choices=data.DATA_FORMATS, recorded=True,
-        help="swag: the SWAG release's CSVs (first segment sent1, second sent2 + ending); "
-        "jsonl: one {\"context\", \"question\" (optional), \"choices\", \"label\"} object "
-        "per line; auto: swag when the folder has SWAG's files.")
-    dropout_rate: float = setting(0.1, help="Dropout before the scoring layer.")
-
-    def __post_init__(self):
-        super().__post_init__()
-        check(self, {"dropout_rate": (lambda p: 0 <= p < 1, "in [0, 1)")})
 
 
 class MultipleChoiceTask(Task):

@@ -212,7 +212,8 @@ def shortfall(plan):
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
                      objective=RECIPE["objective"]):
     """The pre-training task of the recipe on these records."""
-    from tasks.pretraining.task import PretrainingConfig, PretrainingTask
+    from tasks.pretraining.config import PretrainingConfig
+    from tasks.pretraining.task import PretrainingTask
     return PretrainingTask(PretrainingConfig(
         input_file=",".join(records), eval_input_file=",".join(heldout_records),
         bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],

@@ -10,31 +10,12 @@ import dataclasses
 
 import tensorflow as tf
 
-from common.settings import setting
 from modeling import BertSpanLabeler
 from serving import saved_model as export
 from serving.saved_model import untracked
 from text.graph_packing import keep_first, pack_ids
+from tasks.squad.config import SquadReading
 from training.config import HeadConfig
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadReading:
-    """How questions and passages are read and answered: the task's settings, and its
-    exports' (`serving.load` answers as `run_squad.py` predicts)."""
-    doc_stride: int = setting(128, recorded=True,
-                              help="Pieces between the starts of document windows.")
-    max_query_length: int = setting(64, recorded=True, help="Question pieces kept.")
-    n_best_size: int = setting(20, help="Candidates kept per question.")
-    max_answer_length: int = setting(30, help="Longest answer, in pieces.")
-    version_2_with_negative: bool = setting(
-        False, recorded=True, help="SQuAD 2.0: questions may have no answer.")
-    null_score_diff_threshold: float = setting(
-        0.0, help="v2.0: predict no answer when null score - best score exceeds this.")
-
-    def reading(self):
-        """These settings as a dict (for `export_squad` and `serving.json`)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(SquadReading)}
 
 
 class SquadModule(export.ServingModule):

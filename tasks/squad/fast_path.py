@@ -14,7 +14,7 @@ from serving.fast_path import FastPath
 from tasks.squad.data import convert_examples, squad_examples
 from tasks.squad.predictions import compute_predictions
 
-# The settings of `tasks.squad.export.SquadReading` and their defaults (an export that
+# The settings of `tasks.squad.config.SquadReading` and their defaults (an export that
 # predates them in serving.json).
 _READING = {"doc_stride": 128, "max_query_length": 64, "n_best_size": 20,
             "max_answer_length": 30, "version_2_with_negative": False,

@@ -12,10 +12,8 @@ metric that keeps the best checkpoint (`--do_eval` while training) is the F1 of 
 file.
 """
 
-import dataclasses
 import json
 import random
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -23,37 +21,15 @@ from absl import logging
 from text.tokenization import FullTokenizer
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
-from tasks.squad.export import SquadReading, export_squad
+from tasks.squad.export import export_squad
 from tasks.squad.predictions import at_threshold as predictions_at_threshold
 from tasks.squad.predictions import compute_predictions
 
 # SQuAD 2.0 with gold answers: the predictions at the null threshold best on that file.
 BEST_THRESHOLD_PREDICTIONS = "predictions_best_threshold.json"
 from training import loop
-from common.settings import setting
-from training.config import WHOLE_POSITIVE, FineTuningConfig, HeadConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            steps_for_epochs, token_count)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadConfig(FineTuningConfig, HeadConfig, SquadReading):
-    """The SQuAD task's settings (the fields of `FineTuningConfig`, of `SquadReading`,
-    and these)."""
-    max_seq_length: int = 384  # the original's SQuAD setting
-    train_file: Optional[str] = setting(
-        None, recorded=True, help="SQuAD JSON for training (train-v1.1.json).")
-    predict_file: Optional[str] = setting(
-        None, help="SQuAD JSON to predict (dev-v1.1.json).")
-    train_on_first_answer: bool = setting(
-        False, recorded=True, help="Train on the first answer of questions that have "
-        "several (e.g. a dev file, as Hugging Face does); by default training takes "
-        "questions with exactly one answer, as the original.")
-
-    def __post_init__(self):
-        super().__post_init__()
-        check(self, {name: WHOLE_POSITIVE for name in (
-            "doc_stride", "max_query_length", "n_best_size", "max_answer_length")})
 
 
 def has_answers(squad_json):

@@ -11,9 +11,7 @@ Loss: softmax cross-entropy at each word's first WordPiece (`label_weights`), su
 divided by the number of such positions in the global batch.
 """
 
-import dataclasses
 import os
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -24,35 +22,10 @@ from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging
 from training import loop
-from common.settings import setting
-from training.config import WHOLE_POSITIVE, FineTuningConfig, HeadConfig, check
 from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
                            static_shapes_needed, steps_for_epochs, token_count)
 
 LABEL_LIST = "label_list.txt"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggingConfig(FineTuningConfig, HeadConfig):
-    """The tagging task's settings (the fields of `FineTuningConfig`, and these)."""
-    do_lower_case: bool = False  # NER models are cased
-    predict_batch_size: int = 32
-    data_dir: str = setting(
-        recorded=True, help="Folder with train/dev/test files: eng.train, eng.testa, "
-        "eng.testb or train.txt, valid.txt (dev.txt), test.txt.")
-    tag_scheme: str = setting(
-        "iob2", choices=("iob2", "keep"), help="iob2: convert the tags to IOB2 (BIO), "
-        "e.g. CoNLL-2003's IOB1; keep: use them as they are.")
-    doc_stride: Optional[int] = setting(
-        None, recorded=True, help="Pieces between the starts of overlapping windows of a "
-        "long sentence (default max_seq_length / 2).")
-    document_context: bool = setting(
-        False, help="Fill each window with the words of the neighbouring sentences of the "
-        "same document (the paper's setting); they are not labelled or predicted.")
-
-    def __post_init__(self):
-        super().__post_init__()
-        check(self, {"doc_stride": WHOLE_POSITIVE})
 
 
 class TaggingTask(Task):

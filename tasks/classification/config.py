@@ -1,0 +1,63 @@
+"""The classification task's settings (`ClassificationConfig`): what `run_classifier.py`
+defines as flags and checks before TensorFlow is imported, so that a wrong flag is
+answered at once.
+
+Pipeline position: flags -> this config -> `tasks.classification.task` (fine-tuning).
+"""
+
+import dataclasses
+from typing import Optional
+
+from common.settings import setting
+from text.packing import LONG_DOCUMENT
+from training.config import FineTuningConfig, HeadConfig, check
+
+# Feature conversion: the Python tokenizer or the in-graph one (identical ids).
+TOKENIZERS = ("python", "graph")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassificationConfig(FineTuningConfig, HeadConfig):
+    """The classification task's settings (the fields of `FineTuningConfig`, and these)."""
+    task_name: str = setting(
+        recorded=True, help="CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, "
+        "or generic (your own files).")
+    data_dir: str = setting(recorded=True,
+                            help="Folder with the task's train/dev/test files.")
+    dropout_rate: float = setting(0.1, help="Dropout before the classifier.")
+    xnli_language: str = setting("zh", help="XNLI: the language to train and test on.")
+    tokenizer: str = setting(
+        "python", choices=("python", "graph"), help="Feature conversion: the Python "
+        "tokenizer or the in-graph one (identical results).")
+    text_a_column: str = setting("text_a",
+                                 help="generic task: column of the first text.")
+    text_b_column: Optional[str] = setting(
+        None, help="generic task: column of the second text.")
+    label_column: str = setting("label", help="generic task: column of the label.")
+    labels: Optional[tuple] = setting(
+        None, help="generic task: the label list (default: read from the training "
+        "data).")
+    regression: bool = setting(False, help="generic task: the label is a number.")
+    long_document: str = setting(
+        "truncate", choices=LONG_DOCUMENT, recorded=True,
+        help="A text longer than --max_seq_length: truncate (the original), head_tail "
+        "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or windows "
+        "(every window, --doc_stride pieces apart; trained on each with the document's "
+        "label, scored by the mean of the windows' logits). For pairs, text_b is kept "
+        "whole and text_a is the long one.")
+    doc_stride: Optional[int] = setting(
+        None, recorded=True, help="--long_document=windows: pieces between window starts "
+        "(default half a window).")
+    bucket_by_length: bool = setting(
+        False, recorded=True, help="Training batches of sequences of similar length (less "
+        "padding, faster; as Hugging Face's group_by_length). Every batch is padded only "
+        "to its own longest sequence either way.")
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"dropout_rate": (lambda p: 0 <= p < 1, "in [0, 1)"),
+                     "long_document": (lambda m: m in LONG_DOCUMENT,
+                                       f"one of {list(LONG_DOCUMENT)}"),
+                     "doc_stride": (lambda s: s >= 1, "at least 1"),
+                     "tokenizer": (lambda t: t in TOKENIZERS,
+                                   f"one of {list(TOKENIZERS)}")})

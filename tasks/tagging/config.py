@@ -1,0 +1,34 @@
+"""The tagging task's settings (`TaggingConfig`): what `run_ner.py` defines as flags and
+checks before TensorFlow is imported, so that a wrong flag is answered at once.
+
+Pipeline position: flags -> this config -> `tasks.tagging.task` (fine-tuning).
+"""
+
+import dataclasses
+from typing import Optional
+
+from common.settings import setting
+from training.config import WHOLE_POSITIVE, FineTuningConfig, HeadConfig, check
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingConfig(FineTuningConfig, HeadConfig):
+    """The tagging task's settings (the fields of `FineTuningConfig`, and these)."""
+    do_lower_case: bool = False  # NER models are cased
+    predict_batch_size: int = 32
+    data_dir: str = setting(
+        recorded=True, help="Folder with train/dev/test files: eng.train, eng.testa, "
+        "eng.testb or train.txt, valid.txt (dev.txt), test.txt.")
+    tag_scheme: str = setting(
+        "iob2", choices=("iob2", "keep"), help="iob2: convert the tags to IOB2 (BIO), "
+        "e.g. CoNLL-2003's IOB1; keep: use them as they are.")
+    doc_stride: Optional[int] = setting(
+        None, recorded=True, help="Pieces between the starts of overlapping windows of a "
+        "long sentence (default max_seq_length / 2).")
+    document_context: bool = setting(
+        False, help="Fill each window with the words of the neighbouring sentences of the "
+        "same document (the paper's setting); they are not labelled or predicted.")
+
+    def __post_init__(self):
+        super().__post_init__()
+        check(self, {"doc_stride": WHOLE_POSITIVE})
