@@ -33,7 +33,7 @@ TASKS = registry.load_all()
 
 
 def _has_saved_model(entry):
-    return bool(entry.export and entry.export.save)
+    return bool(entry.export and entry.export.declares("save"))  # nothing imported yet
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

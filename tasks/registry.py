@@ -47,6 +47,11 @@ class _Entry:
             return resolve(value)
         return value
 
+    def declares(self, name):
+        """Whether the field `name` is given (not None), without importing what it
+        names."""
+        return object.__getattribute__(self, name) is not None
+
 
 class ExportEntry(_Entry):
     """How a task's model is rebuilt from a checkpoint and exported outside of training.

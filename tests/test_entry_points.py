@@ -95,19 +95,26 @@ try:
 except SystemExit as exit:
     print("exit", exit.code, "tensorflow imported:", "tensorflow" in sys.modules)
 """
-TRAINING_SCRIPTS = ("run_classifier.py", "run_ner.py", "run_squad.py", "run_swag.py",
-                    "run_pretraining.py")
+# script: (a command line with a wrong or missing flag, what the answer says)
+WRONG_FLAGS = {script: (["--do_train", "--learning_rate=-1", "--train_batch_size=0"],
+                        "error: --") for script in ("run_classifier.py", "run_ner.py",
+                                                    "run_squad.py", "run_swag.py",
+                                                    "run_pretraining.py")}
+WRONG_FLAGS["export_saved_model.py"] = (["--task_type=tagging", "--labels=O,B-PER"],
+                                        "error: --vocab_file, --export_dir")
+WRONG_FLAGS["export_huggingface.py"] = (["--task_type=tagging"],
+                                        "Flag --bert_config_file must have a value")
 
 
-@pytest.mark.parametrize("script", TRAINING_SCRIPTS)
+@pytest.mark.parametrize("script", sorted(WRONG_FLAGS))
 def test_a_wrong_flag_is_answered_before_tensorflow_is_imported(script, tmp_path):
     """The flags are checked against the task's settings (`tasks.<task>.config`, which
-    imports no TensorFlow) before the task is imported: a typo costs a fraction of a
-    second, not TensorFlow's start-up."""
+    imports no TensorFlow) before the task is imported: a typo or a missing flag costs a
+    fraction of a second, not TensorFlow's start-up."""
     result = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TENSORFLOW, os.path.join(ROOT, script), "--do_train",
-         "--learning_rate=-1", "--train_batch_size=0"],
+        [sys.executable, "-c", WITHOUT_TENSORFLOW, os.path.join(ROOT, script)] +
+        WRONG_FLAGS[script][0],
         cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert "exit 1 tensorflow imported: False" in result.stdout, result.stdout + result.stderr
-    assert "error: --" in result.stderr, result.stderr[-2000:]
+    assert WRONG_FLAGS[script][1] in result.stderr, result.stderr[-2000:]

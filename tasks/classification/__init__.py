@@ -16,7 +16,7 @@ registry.register(registry.TaskEntry(
     name="classification", aliases=("classifier",),
     task_class=f"{_TASK}:ClassificationTask",
     config_class=f"{_CONFIG}:ClassificationConfig",
-    export=registry.ExportEntry(options=f"{_EXPORT}:ClassificationExportOptions",
+    export=registry.ExportEntry(options=f"{_CONFIG}:ClassificationExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
                                 save=f"{_EXPORT}:save_for_export"),
     fast_path="tasks.classification.fast_path:ClassificationFastPath"))

@@ -61,3 +61,24 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
                      "doc_stride": (lambda s: s >= 1, "at least 1"),
                      "tokenizer": (lambda t: t in TOKENIZERS,
                                    f"one of {list(TOKENIZERS)}")})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassificationExportOptions(HeadConfig):
+    """What `export_saved_model.py` needs to rebuild a classifier beyond its checkpoint."""
+    labels: Optional[tuple] = setting(
+        None, help="The label list, in training order (e.g. 0,1 or "
+        "contradiction,entailment,neutral; for a tagger, run_ner.py's label_list.txt, also "
+        "accepted as --labels_file).")
+    labels_file: Optional[str] = setting(
+        None, help="A file with one label per line (run_ner.py writes "
+        "output_dir/label_list.txt).")
+    regression: bool = setting(False, help="Classifier: one score instead of labels.")
+    pair: bool = setting(False, help="Classifier: the raw-text signature also takes text_b.")
+    long_document: str = setting(
+        "truncate", choices=LONG_DOCUMENT, help="Classifier: how the raw-text signature "
+        "reads a long text, as the model was fine-tuned (run_classifier.py "
+        "--long_document).")
+    doc_stride: Optional[int] = setting(
+        None, help="Classifier, --long_document=windows: pieces between window starts "
+        "(default half a window).")

@@ -12,18 +12,13 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
   * `serving_ids`: the three id inputs; the same outputs.
 """
 
-import dataclasses
-from typing import Optional
 
 import tensorflow as tf
 
-from common.settings import setting
 from modeling import BertClassifier
 from serving import saved_model as export
 from tasks import registry
 from text.graph_packing import pack_document_ids
-from text.packing import LONG_DOCUMENT
-from training.config import HeadConfig
 
 
 class ClassificationModule(export.ServingModule):
@@ -92,27 +87,6 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
     else:
         serving_text = export.serving_function(lambda text_a: module.from_text(text_a), [text])
     return export.save(module, export_dir, serving_text, tflite, tflite_quantize)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationExportOptions(HeadConfig):
-    """What `export_saved_model.py` needs to rebuild a classifier beyond its checkpoint."""
-    labels: Optional[tuple] = setting(
-        None, help="The label list, in training order (e.g. 0,1 or "
-        "contradiction,entailment,neutral; for a tagger, run_ner.py's label_list.txt, also "
-        "accepted as --labels_file).")
-    labels_file: Optional[str] = setting(
-        None, help="A file with one label per line (run_ner.py writes "
-        "output_dir/label_list.txt).")
-    regression: bool = setting(False, help="Classifier: one score instead of labels.")
-    pair: bool = setting(False, help="Classifier: the raw-text signature also takes text_b.")
-    long_document: str = setting(
-        "truncate", choices=LONG_DOCUMENT, help="Classifier: how the raw-text signature "
-        "reads a long text, as the model was fine-tuned (run_classifier.py "
-        "--long_document).")
-    doc_stride: Optional[int] = setting(
-        None, help="Classifier, --long_document=windows: pieces between window starts "
-        "(default half a window).")
 
 
 def model_for_export(bert_config, options):

@@ -16,7 +16,7 @@ _CONFIG = "tasks.pretraining.config"
 registry.register(registry.TaskEntry(
     name="pretraining", task_class=f"{_TASK}:PretrainingTask",
     config_class=f"{_CONFIG}:PretrainingConfig",
-    export=registry.ExportEntry(options=f"{_TASK}:PretrainingExportOptions",
+    export=registry.ExportEntry(options=f"{_CONFIG}:PretrainingExportOptions",
                                 build_model=f"{_TASK}:model_for_export")))
 
 __all__ = ["PretrainingConfig", "PretrainingTask"]

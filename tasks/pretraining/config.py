@@ -41,3 +41,12 @@ class PretrainingConfig(TaskConfig):
                      "max_predictions_per_seq": WHOLE_POSITIVE,
                      "num_train_steps": WHOLE_POSITIVE, "num_warmup_steps": NON_NEGATIVE,
                      "max_eval_steps": WHOLE_POSITIVE})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingExportOptions:
+    """What the export scripts need to rebuild a pre-training model: its heads."""
+    objective: str = setting(
+        "mlm_nsp", choices=OBJECTIVES, help="pretraining: the objective the checkpoint was "
+        "trained with (run_pretraining.py --objective): mlm_nsp has the next-sentence "
+        "head, mlm and ltr do not.")

@@ -25,7 +25,6 @@ normalisers, so the summed gradient is the gradient of the loss of the whole glo
 whatever the number of replicas or micro-batches.
 """
 
-import dataclasses
 import math
 import os
 
@@ -37,9 +36,7 @@ from modeling import BertConfig, BertPretrainer, save_google_checkpoint
 from tasks.pretraining import plateau
 from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
                                      pretraining_dataset)
-from tasks.pretraining.config import OBJECTIVES
 from training import loop
-from common.settings import setting
 from training.task import Task, TrainInput, token_count
 
 MLM_EPSILON = 1e-5
@@ -62,15 +59,6 @@ def pretraining_model(bert_config, objective):
 def model_for_export(bert_config, options):
     """The pre-training model of the export options' objective, weights not loaded."""
     return pretraining_model(bert_config, options.objective)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainingExportOptions:
-    """What the export scripts need to rebuild a pre-training model: its heads."""
-    objective: str = setting(
-        "mlm_nsp", choices=OBJECTIVES, help="pretraining: the objective the checkpoint was "
-        "trained with (run_pretraining.py --objective): mlm_nsp has the next-sentence "
-        "head, mlm and ltr do not.")
 
 
 def _left_to_right(batch):

@@ -15,7 +15,7 @@ _CONFIG = "tasks.squad.config"
 registry.register(registry.TaskEntry(
     name="squad", aliases=("span",), task_class=f"{_TASK}:SquadTask",
     config_class=f"{_CONFIG}:SquadConfig",
-    export=registry.ExportEntry(options=f"{_EXPORT}:SquadExportOptions",
+    export=registry.ExportEntry(options=f"{_CONFIG}:SquadExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
                                 save=f"{_EXPORT}:save_for_export"),
     fast_path="tasks.squad.fast_path:SquadFastPath"))

@@ -50,3 +50,8 @@ class SquadConfig(FineTuningConfig, HeadConfig, SquadReading):
         super().__post_init__()
         check(self, {name: WHOLE_POSITIVE for name in (
             "doc_stride", "max_query_length", "n_best_size", "max_answer_length")})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadExportOptions(HeadConfig, SquadReading):
+    """What `export_saved_model.py` needs to export a question-answering model."""

@@ -6,7 +6,6 @@ Pipeline position: after fine-tuning (`run_squad.py --export_dir`,
 `serving.saved_model` for what every export shares.
 """
 
-import dataclasses
 
 import tensorflow as tf
 
@@ -15,7 +14,6 @@ from serving import saved_model as export
 from serving.saved_model import untracked
 from text.graph_packing import keep_first, pack_ids
 from tasks.squad.config import SquadReading
-from training.config import HeadConfig
 
 
 class SquadModule(export.ServingModule):
@@ -100,11 +98,6 @@ def export_squad(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     return export.save(module, export_dir, export.serving_function(
         module.from_text, [export.TEXT_SPEC, export.TEXT_SPEC]),
         tflite, tflite_quantize)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadExportOptions(HeadConfig, SquadReading):
-    """What `export_saved_model.py` needs to export a question-answering model."""
 
 
 def model_for_export(bert_config, options):

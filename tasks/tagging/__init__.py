@@ -15,7 +15,7 @@ _CONFIG = "tasks.tagging.config"
 registry.register(registry.TaskEntry(
     name="tagging", aliases=("tagger", "ner"), task_class=f"{_TASK}:TaggingTask",
     config_class=f"{_CONFIG}:TaggingConfig",
-    export=registry.ExportEntry(options=f"{_EXPORT}:TaggingExportOptions",
+    export=registry.ExportEntry(options=f"{_CONFIG}:TaggingExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
                                 save=f"{_EXPORT}:save_for_export"),
     fast_path="tasks.tagging.fast_path:TaggingFastPath"))

@@ -32,3 +32,13 @@ class TaggingConfig(FineTuningConfig, HeadConfig):
     def __post_init__(self):
         super().__post_init__()
         check(self, {"doc_stride": WHOLE_POSITIVE})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingExportOptions(HeadConfig):
+    """What `export_saved_model.py` needs to rebuild a tagger beyond its checkpoint."""
+    labels: Optional[tuple] = setting(
+        None, help="The tags, in training order (run_ner.py's label_list.txt).")
+    labels_file: Optional[str] = setting(
+        None, help="A file with one label per line (run_ner.py writes "
+        "output_dir/label_list.txt).")

@@ -5,17 +5,13 @@ Pipeline position: after fine-tuning (`run_ner.py --export_dir`,
 `serving.saved_model` for what every export shares.
 """
 
-import dataclasses
-from typing import Optional
 
 import tensorflow as tf
 
-from common.settings import setting
 from modeling import BertTokenClassifier
 from serving import saved_model as export
 from tasks import registry
 from text.graph_packing import pack_ids
-from training.config import HeadConfig
 
 
 class TaggingModule(export.ServingModule):
@@ -111,16 +107,6 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     return export.save(module, export_dir,
                        export.serving_function(module.from_text, [export.TEXT_SPEC]),
                        tflite, tflite_quantize)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggingExportOptions(HeadConfig):
-    """What `export_saved_model.py` needs to rebuild a tagger beyond its checkpoint."""
-    labels: Optional[tuple] = setting(
-        None, help="The tags, in training order (run_ner.py's label_list.txt).")
-    labels_file: Optional[str] = setting(
-        None, help="A file with one label per line (run_ner.py writes "
-        "output_dir/label_list.txt).")
 
 
 def model_for_export(bert_config, options):
