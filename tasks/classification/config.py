@@ -3,6 +3,9 @@ defines as flags and checks before TensorFlow is imported, so that a wrong flag 
 answered at once.
 
 Pipeline position: flags -> this config -> `tasks.classification.task` (fine-tuning).
+
+`ClassificationExportOptions`: what the export scripts (`export_saved_model.py`,
+`export_huggingface.py`) need beyond the checkpoint, defined as their flags the same way.
 """
 
 import dataclasses

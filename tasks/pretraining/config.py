@@ -3,6 +3,9 @@
 wrong flag is answered at once.
 
 Pipeline position: flags -> this config -> `tasks.pretraining.task` (pre-training).
+
+`PretrainingExportOptions`: what the export scripts (`export_saved_model.py`,
+`export_huggingface.py`) need beyond the checkpoint, defined as their flags the same way.
 """
 
 import dataclasses

@@ -240,8 +240,8 @@ class PretrainingTask(Task):
         language model (exp of its mean loss), and `next_sentence_majority_accuracy`: the
         accuracy of always answering the evaluation set's more frequent label (the
         records are not 50/50: as in the original, a chunk of one sentence, such as a
-        one-sentence document, always gets a random next), the floor the next-sentence accuracy is read against. For `ltr`
-        the LM's are named `lm_*`."""
+        one-sentence document, always gets a random next), the floor the next-sentence
+        accuracy is read against. For `ltr` the LM's are named `lm_*`."""
         name = self._lm_name()
         mlm_weight = max(sums["mlm_weight"], 1e-12)
         results = {f"{name}_accuracy": sums["mlm_correct"] / mlm_weight,

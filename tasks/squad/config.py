@@ -4,6 +4,9 @@ before TensorFlow is imported, so that a wrong flag is answered at once.
 
 Pipeline position: flags -> this config -> `tasks.squad.task` (fine-tuning) and
 `tasks.squad.export`.
+
+`SquadExportOptions`: what the export scripts (`export_saved_model.py`,
+`export_huggingface.py`) need beyond the checkpoint, defined as their flags the same way.
 """
 
 import dataclasses

@@ -2,6 +2,9 @@
 checks before TensorFlow is imported, so that a wrong flag is answered at once.
 
 Pipeline position: flags -> this config -> `tasks.tagging.task` (fine-tuning).
+
+`TaggingExportOptions`: what the export scripts (`export_saved_model.py`,
+`export_huggingface.py`) need beyond the checkpoint, defined as their flags the same way.
 """
 
 import dataclasses
