@@ -30,7 +30,7 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
     dropout_rate: float = setting(0.1, help="Dropout before the classifier.")
     xnli_language: str = setting("zh", help="XNLI: the language to train and test on.")
     tokenizer: str = setting(
-        "python", choices=("python", "graph"), help="Feature conversion: the Python "
+        "python", choices=TOKENIZERS, help="Feature conversion: the Python "
         "tokenizer or the in-graph one (identical results).")
     text_a_column: str = setting("text_a",
                                  help="generic task: column of the first text.")
