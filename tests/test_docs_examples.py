@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -93,6 +94,8 @@ def test_python_example_runs(where, workspace, monkeypatch):
     namespace = {"__name__": "__docs_example__", "ids": ids,
                  "mask": (ids > 0).astype(np.int32), "segments": np.zeros_like(ids)}
     exec(compile(code, where, "exec"), namespace)  # noqa: S102
+    # What an example sets for itself (a run's --dtype) does not outlive it.
+    assert keras.mixed_precision.dtype_policy().name == "float32"
 
 
 def _commands():

@@ -4,6 +4,7 @@ Pipeline position: the runner (`training.runner`) calls `set_up` before any othe
 TensorFlow op and before building its model; the loop asks `is_chief` who writes.
 """
 
+import contextlib
 import json
 import os
 
@@ -61,6 +62,17 @@ def set_precision(dtype):
         raise ValueError(f"--dtype={dtype!r} is not one of {list(DTYPES)}.")
     keras.mixed_precision.set_dtype_policy(DTYPES[dtype])
     return dtype == "float16"
+
+
+@contextlib.contextmanager
+def kept_precision():
+    """Restores Keras's global dtype policy on exit: a run in a Python session (`--dtype`
+    sets the policy) leaves the models built after it as it found them."""
+    before = keras.mixed_precision.dtype_policy()
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
 
 
 def set_up(runtime):

@@ -145,8 +145,9 @@ def inference_model(task, output_dir=None, runtime=RuntimeConfig()):
     of `output_dir`, else `init_checkpoint`), outside of `run` (e.g. to answer one
     question)."""
     bert_config = model_config(task)
-    strategy, _ = distribution.set_up(runtime)
-    model, _ = restore_model(task, bert_config, strategy, output_dir)
+    with distribution.kept_precision():
+        strategy, _ = distribution.set_up(runtime)
+        model, _ = restore_model(task, bert_config, strategy, output_dir)
     return model
 
 
@@ -286,6 +287,11 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     """
     if not (do_train or do_eval or do_predict or trainer.export_dir):
         raise ValueError("Nothing to do: set do_train, do_eval, do_predict or export_dir.")
+    with distribution.kept_precision():  # --dtype holds for this run only
+        return _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared)
+
+
+def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared):
     bert_config = model_config(task)
     strategy, loss_scale = distribution.set_up(runtime)
     file_io.makedirs(trainer.output_dir)
