@@ -3,10 +3,9 @@ changes (hand-checked per script), and the one warning `build_vocab` and
 `create_pretraining_data` give."""
 
 import os
-import subprocess
-import sys
 
 from text import casing
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,10 +39,10 @@ def test_build_vocab_warns_once_and_not_when_cased(tmp_path):
     corpus.write_text("日本語の文章です。\nヨーロッパの言語とは違います。\n" * 30, encoding="utf-8")
 
     def build(*flags):
-        return subprocess.run(
-            [sys.executable, "-m", "data_prep.build_vocab", f"--input_file={corpus}",
+        return warm_processes.run(
+            ["-m", "data_prep.build_vocab", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=300", *flags],
-            capture_output=True, text=True, cwd=ROOT)
+            cwd=ROOT)
     uncased = build()
     assert uncased.returncode == 0, uncased.stderr[-2000:]
     warnings = [line for line in uncased.stderr.splitlines() if "changes the letters" in line]
@@ -76,8 +75,7 @@ def test_japanese_from_text_to_instances_keeps_its_letters_when_cased(tmp_path):
                      f"--output_file={records}", f"--vocab_file={vocab}",
                      "--do_lower_case=False", "--max_seq_length=64",
                      "--max_predictions_per_seq=8", "--dupe_factor=2", "--num_workers=1"]):
-        result = subprocess.run([sys.executable, "-m", *command], capture_output=True,
-                                text=True, cwd=ROOT)
+        result = warm_processes.run(["-m", *command], cwd=ROOT)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "changes the letters" not in result.stderr
     inverse = {i: t for t, i in load_vocab(str(vocab)).items()}

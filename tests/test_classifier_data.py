@@ -5,8 +5,6 @@ two tokenizers' features."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from tasks.classification.features import convert_examples
 from text.graph_packing import pack_ids
 from text.packing import truncate_seq_pair
 from text.tokenization import validate_case_matches_checkpoint
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -224,10 +223,10 @@ def test_mnli_predicts_the_glue_diagnostic_set_and_the_submission_bundles_it(
     other = tmp_path / "mrpc_out"
     other.mkdir()
     (other / "MRPC.tsv").write_text("index\tprediction\n0\t1\n1\t0\n")
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "glue_submission.py"),
+    result = warm_processes.run(
+        [os.path.join(ROOT, "glue_submission.py"),
          f"--run_dirs={out},{other}", f"--output_file={tmp_path / 'glue.zip'}"],
-        capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "AX.tsv: 4 predictions" in result.stdout
     assert "4 rows, the official test set has 1104" in result.stderr
@@ -236,9 +235,9 @@ def test_mnli_predicts_the_glue_diagnostic_set_and_the_submission_bundles_it(
         assert sorted(archive.namelist()) == ["AX.tsv", "MNLI-m.tsv", "MNLI-mm.tsv",
                                               "MRPC.tsv"]
     (other / "MRPC.tsv").write_text("index\tprediction\n0\tyes\n")
-    bad = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "glue_submission.py"), f"--run_dirs={other}",
-         f"--output_file={tmp_path / 'bad.zip'}"], capture_output=True, text=True, cwd=ROOT,
+    bad = warm_processes.run(
+        [os.path.join(ROOT, "glue_submission.py"), f"--run_dirs={other}",
+         f"--output_file={tmp_path / 'bad.zip'}"], cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert bad.returncode == 1 and "MRPC.tsv:2: 'yes' is not one of ['0', '1']" in bad.stderr
     assert not (tmp_path / "bad.zip").exists()

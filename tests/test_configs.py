@@ -3,10 +3,9 @@ and holds the paper's hyper-parameters."""
 
 import concurrent.futures
 import os
-import subprocess
-import sys
 
 import pytest
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {  # flag file -> (script, values it must set)
@@ -32,10 +31,9 @@ CONFIGS = {  # flag file -> (script, values it must set)
 def _parse(script, flagfile):
     """The script reads the flag file: with no paths given, it stops at the first required
     flag (after absl accepted every flag in the file)."""
-    return subprocess.run([sys.executable, os.path.join(ROOT, script),
-                           f"--flagfile={os.path.join(ROOT, 'configs', flagfile)}"],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    return warm_processes.run([os.path.join(ROOT, script),
+                               f"--flagfile={os.path.join(ROOT, 'configs', flagfile)}"],
+                              timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
 @pytest.fixture(scope="module")

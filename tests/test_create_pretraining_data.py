@@ -10,6 +10,7 @@ from absl import flags
 
 from data_prep import create_pretraining_data as cli
 from data_prep import pretraining_records as records
+from tests import warm_processes
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "de", "fu", "ga", "hi", "jo",
              "bu", "ze", "wa", "yo", "ch", "sh", "th"]
@@ -338,13 +339,11 @@ def test_wrong_features_are_named(tmp_path):
 def _original_script_instances(tmp, corpus, vocab_file, outputs, **flags_):
     """Runs Google's own create_pretraining_data.py (the `bert-tensorflow` package, a test
     requirement) in a subprocess and reads back what it wrote."""
-    import subprocess
-    import sys
-    args = [sys.executable, "-m", "bert.create_pretraining_data", f"--input_file={corpus}",
+    args = ["-m", "bert.create_pretraining_data", f"--input_file={corpus}",
             f"--output_file={','.join(outputs)}", f"--vocab_file={vocab_file}"]
     args += [f"--{k}={v}" for k, v in flags_.items()]
-    result = subprocess.run(args, capture_output=True, text=True, cwd=str(tmp),
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    result = warm_processes.run(args, cwd=str(tmp),
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]
     return read_all(outputs)
 

@@ -5,8 +5,6 @@ a Google TF1 checkpoint."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ import modeling
 from modeling.huggingface import save_huggingface
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
+from tests import warm_processes
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -115,12 +114,11 @@ def test_cli_from_a_google_checkpoint(tiny_config_dict, tmp_path):
     (tmp_path / "bert_config.json").write_text(json.dumps(config))
     weights = ref.random_google_weights(config, np.random.default_rng(3))
     write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "export_huggingface.py"),
+    result = warm_processes.run(
+        [os.path.join(ROOT, "export_huggingface.py"),
          f"--bert_config_file={tmp_path / 'bert_config.json'}",
          f"--init_checkpoint={tmp_path / 'bert_model.ckpt'}", f"--output_dir={tmp_path / 'hf'}"],
-        capture_output=True, text=True, cwd=ROOT,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "log.txt" not in os.listdir(tmp_path / "hf") and (tmp_path / "hf.log").exists()
     model = _load(transformers.AutoModel, str(tmp_path / "hf"))

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from text.packing import truncate_seq_pair
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "barked", "cat", "sat",
@@ -30,14 +29,13 @@ def setup(tmp_path, tiny_config_dict):
 def _run(tmp_path, input_text, *extra):
     (tmp_path / "input.txt").write_bytes(input_text if isinstance(input_text, bytes)
                                          else input_text.encode("utf-8"))
-    cmd = [sys.executable, os.path.join(ROOT, "extract_features.py"),
+    cmd = [os.path.join(ROOT, "extract_features.py"),
            f"--input_file={tmp_path / 'input.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",
            f"--vocab_file={tmp_path / 'vocab.txt'}",
            f"--bert_config_file={tmp_path / 'bert_config.json'}",
            f"--init_checkpoint={tmp_path / 'bert_model.ckpt'}", "--max_seq_length=12",
            "--batch_size=2", "--layers=-1,-2", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    return warm_processes.run(cmd, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
 def test_end_to_end_matches_reference(setup):

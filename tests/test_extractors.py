@@ -2,13 +2,12 @@
 
 import bz2
 import os
-import subprocess
-import sys
 
 import pytest
 
 from data_prep.sentences import split_sentences
 from data_prep.wikitext_cleaning import article_sentences, clean_article
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,11 +119,10 @@ def test_extract_wikipedia_reads_the_namespaces_of_the_dump(tmp_path):
     dump = tmp_path / "jawiki-pages-articles.xml.bz2"
     dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(text))], "jawiki",
                                         namespaces).encode("utf-8")))
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    result = warm_processes.run(
+        ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
          f"--output_dir={tmp_path / 'docs'}", "--num_output_files=1", "--num_workers=1"],
-        capture_output=True, text=True, cwd=ROOT,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
     documents = (tmp_path / "docs" / "wiki-00000-of-00001.txt").read_text(encoding="utf-8")
     assert documents.strip().split("\n") == expected and "sentences split as 'ja'" in \
@@ -152,11 +150,10 @@ def test_extract_wikipedia_end_to_end(tmp_path):
     dump = tmp_path / "enwiki-pages-articles.xml.bz2"
     dump.write_bytes(bz2.compress(_dump(pages).encode("utf-8")))
     out = tmp_path / "docs"
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    result = warm_processes.run(
+        ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
          f"--output_dir={out}", "--num_output_files=1", "--num_workers=2"],
-        capture_output=True, text=True, cwd=ROOT,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 redirects and 1 pages of other namespaces skipped" in result.stderr
     text = (out / "wiki-00000-of-00001.txt").read_text(encoding="utf-8")
@@ -177,16 +174,16 @@ def test_extract_wikipedia_with_no_prose_and_more_files_than_articles(tmp_path):
     dump = tmp_path / "enwiki-pages-articles.xml.bz2"
     dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(
         "A short stub.\n[[Category:Stubs]]"))]).encode("utf-8")))
-    command = [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    command = ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
                f"--output_dir={tmp_path / 'docs'}", "--num_output_files=3",
                "--num_workers=1"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    result = warm_processes.run(command, cwd=ROOT)
     assert result.returncode == 1 and "no article has prose left after cleaning (of 1 " \
         "read" in result.stderr, result.stderr[-2000:]
     assert not os.path.exists(tmp_path / "docs") or not os.listdir(tmp_path / "docs")
     dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(
         "One article of prose only, for three output files."))]).encode("utf-8")))
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    result = warm_processes.run(command, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     sizes = [os.path.getsize(tmp_path / "docs" / f"wiki-0000{i}-of-00003.txt")
              for i in range(3)]
@@ -196,9 +193,9 @@ def test_extract_wikipedia_with_no_prose_and_more_files_than_articles(tmp_path):
 def test_extract_wikipedia_bad_dump(tmp_path):
     bad = tmp_path / "bad.xml.bz2"
     bad.write_bytes(b"this is not bz2")
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={bad}",
-         f"--output_dir={tmp_path / 'o'}"], capture_output=True, text=True, cwd=ROOT)
+    result = warm_processes.run(
+        ["-m", "data_prep.extract_wikipedia", f"--input_file={bad}",
+         f"--output_dir={tmp_path / 'o'}"], cwd=ROOT)
     assert result.returncode != 0
     assert "bad.xml.bz2: the dump is truncated or not bz2" in result.stderr
 
@@ -211,10 +208,9 @@ def test_extract_bookcorpus(tmp_path):
     (books / "b.txt").write_bytes(b"Another book. With a bad byte \xff here.\n")
     (books / "empty.txt").write_text("")
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.extract_bookcorpus", f"--input_dir={books}",
-         f"--output_dir={out}", "--num_output_files=1", "--num_workers=1"],
-        capture_output=True, text=True, cwd=ROOT)
+    result = warm_processes.run(
+        ["-m", "data_prep.extract_bookcorpus", f"--input_dir={books}",
+         f"--output_dir={out}", "--num_output_files=1", "--num_workers=1"], cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 empty books skipped" in result.stderr and "1 bytes that were not UTF-8" in \
         result.stderr

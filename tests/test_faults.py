@@ -14,12 +14,11 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests import warm_processes
 from tests.pretraining_data import write_config, write_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -357,11 +356,9 @@ def _mixed(w):
 
 
 def _run(argv, cwd=ROOT):
-    command = [sys.executable] + [str(a) for a in argv]
     if not argv[0].startswith("-"):
-        command[1] = os.path.join(ROOT, argv[0])
-    return subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=cwd,
-                          timeout=600)
+        argv = [os.path.join(ROOT, argv[0])] + list(argv[1:])
+    return warm_processes.run(argv, cwd=cwd, env=ENV)
 
 
 @pytest.fixture(scope="module")
@@ -408,14 +405,14 @@ def _inject(kind, target, nth, argv, cwd=ROOT):
 
 
 def _wait_for_orphans(folder, timeout=120):
-    """Workers of a killed parent finish on their own; wait until their files are closed
-    (no temporary grows any more)."""
+    """Workers of a killed parent finish on their own; wait until their files are there
+    and closed (no temporary grows any more)."""
     import time
     last, still = None, 0
     deadline = time.time() + timeout
     while time.time() < deadline and still < 3:
         sizes = {p: os.path.getsize(p) for p in _leftovers(folder) if os.path.isfile(p)}
-        still = still + 1 if sizes == last else 0
+        still = still + 1 if sizes and sizes == last else 0
         last = sizes
         time.sleep(1)
 

@@ -4,8 +4,6 @@ signatures, builtin ops only), from a Google TF1 checkpoint."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from text.tokenization import FullTokenizer
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
 from modeling.inputs import INPUT_NAMES
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "good", "bad",
@@ -46,10 +45,9 @@ def checkpoints(tmp_path_factory, tiny_config_module):
                        f"--init_checkpoint={folder / 'classifier.ckpt'}", "--tflite_quantize"],
     }
     for name, flags in exports.items():
-        result = subprocess.run([sys.executable, os.path.join(ROOT, "export_saved_model.py")] +
-                                common + flags + [f"--export_dir={folder / name}"],
-                                capture_output=True, text=True, cwd=ROOT,
-                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        result = warm_processes.run([os.path.join(ROOT, "export_saved_model.py")] +
+                                    common + flags + [f"--export_dir={folder / name}"],
+                                    cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
         assert result.returncode == 0, result.stderr[-2000:]
     return folder, config
 
@@ -221,12 +219,12 @@ def test_encoder_and_tflite_from_a_safetensors_file(checkpoints, tmp_path):
     modeling.load_checkpoint(ours, str(folder / "encoder.ckpt"), strict=True)
     hf_dir = modeling.save_huggingface(ours, str(tmp_path / "hf"), str(folder / "vocab.txt"))
     export_dir = tmp_path / "encoder"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "export_saved_model.py"), "--task_type=encoder",
+    result = warm_processes.run(
+        [os.path.join(ROOT, "export_saved_model.py"), "--task_type=encoder",
          f"--bert_config_file={folder / 'bert_config.json'}", "--tflite",
          f"--init_checkpoint={os.path.join(hf_dir, 'model.safetensors')}",
          f"--vocab_file={folder / 'vocab.txt'}", f"--export_dir={export_dir}"],
-        capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
     inputs = _packed(folder, TEXTS)
     want = ours(inputs, training=False)

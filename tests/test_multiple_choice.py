@@ -6,8 +6,6 @@ predictions, the SavedModel from text and from ids, the export script by registr
 import json
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from tasks.multiple_choice.features import convert_examples
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
 from text.tokenization import FullTokenizer
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -177,8 +176,7 @@ def toy(tmp_path_factory):
 
 
 def _run(script, argv):
-    result = subprocess.run([sys.executable, os.path.join(ROOT, script)] + argv, env=ENV,
-                            capture_output=True, text=True, timeout=600)
+    result = warm_processes.run([os.path.join(ROOT, script)] + argv, env=ENV, timeout=600)
     if result.returncode != 0:
         raise AssertionError(result.stderr[-4000:])
     return result

@@ -13,6 +13,7 @@ from tasks.tagging import conll
 from tasks.tagging.features import convert_sentences, plan_windows, word_predictions
 from text.tokenization import FullTokenizer
 from tasks.tagging.metrics import chunks, evaluate
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -174,8 +175,8 @@ print(json.dumps({k: [[x.decode() if isinstance(x, bytes) else int(x) for x in r
 
 
 def _run(argv, check=True):
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "run_ner.py")] + argv,
-                            env=ENV, capture_output=True, text=True, timeout=600)
+    result = warm_processes.run([os.path.join(ROOT, "run_ner.py")] + argv, env=ENV,
+                                timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(result.stderr[-4000:])
     return result

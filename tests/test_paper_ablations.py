@@ -6,8 +6,6 @@ right) end to end, with perplexity."""
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ import modeling
 import modeling.huggingface
 from tests import numpy_reference as ref
 from tests.conftest import write_tf1_checkpoint
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -100,13 +99,13 @@ def records(tmp_path_factory):
                                                      ("ltr", "BertLMHeadModel")])
 def test_pretraining_objectives_end_to_end(records, tmp_path, objective, architecture):
     out = tmp_path / objective
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+    result = warm_processes.run(
+        [os.path.join(ROOT, "run_pretraining.py"),
          f"--input_file={records['file']}", f"--bert_config_file={records['config']}",
          f"--output_dir={out}", "--max_seq_length=24", "--max_predictions_per_seq=4",
          "--train_batch_size=16", "--num_train_steps=60", "--num_warmup_steps=4",
          "--learning_rate=2e-3", "--do_train", "--do_eval", "--max_eval_steps=4",
-         f"--objective={objective}"], env=ENV, capture_output=True, text=True, timeout=600)
+         f"--objective={objective}"], env=ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     results = dict(line.split(" = ") for line in
                    (out / "eval_results.txt").read_text().strip().splitlines())
@@ -253,13 +252,13 @@ def ner_toy(tmp_path_factory):
 
 
 def _run_ner(toy, out, *extra):
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "run_ner.py"), f"--data_dir={toy / 'data'}",
+    result = warm_processes.run(
+        [os.path.join(ROOT, "run_ner.py"), f"--data_dir={toy / 'data'}",
          f"--vocab_file={toy / 'vocab.txt'}", f"--bert_config_file={toy / 'bert_config.json'}",
          f"--init_checkpoint={toy / 'bert_model.ckpt'}", "--do_train", "--do_eval",
          "--max_seq_length=16", "--train_batch_size=16", "--learning_rate=5e-3",
          "--num_train_epochs=6", f"--output_dir={out}", "--save_checkpoints_steps=1000",
-         *extra], env=ENV, capture_output=True, text=True, timeout=600)
+         *extra], env=ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(line.split(" = ", 1) for line in
                 (out / "eval_results.txt").read_text().splitlines() if " = " in line)

@@ -4,12 +4,11 @@ recipe's pieces (held-out documents, the plan the budget buys)."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 
 from tasks.pretraining import from_text
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = ("the cat sat on a mat while dogs ran past old houses near green fields and "
@@ -63,11 +62,11 @@ def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
 def test_text_to_checkpoint_and_resume(tmp_path):
     corpus = _corpus(tmp_path / "corpus.txt")
     out = tmp_path / "bert"
-    command = [sys.executable, os.path.join(ROOT, "pretrain_from_text.py"),
+    command = [os.path.join(ROOT, "pretrain_from_text.py"),
                f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.05",
                "--objective=mlm_nsp"]
-    first = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
-                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    first = warm_processes.run(command, cwd=str(tmp_path),
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     export = out / "pretraining" / "export"
     assert (export / "bert_model.ckpt.index").exists() and (export / "bert_config.json").exists()
@@ -85,16 +84,15 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     heldout = (out / "text" / "heldout.txt").read_text().strip().split("\n\n")
     assert len(heldout) == 2  # 1% of 40 documents, at least two
     # The same command again: every stage is there, training finished; nothing redone.
-    again = subprocess.run(command, capture_output=True, text=True, cwd=str(tmp_path),
-                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    again = warm_processes.run(command, cwd=str(tmp_path),
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "training already finished" in (out / "log.txt").read_text()
     assert json.loads((out / "recipe.json").read_text()) == recipe
     # Resumed with the other objective: refused, naming the file and the fix.
     other = "mlm" if recipe["plan"]["objective"] == "mlm_nsp" else "mlm_nsp"
-    refused = subprocess.run(command + [f"--objective={other}"], capture_output=True,
-                             text=True, cwd=str(tmp_path),
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    refused = warm_processes.run(command + [f"--objective={other}"], cwd=str(tmp_path),
+                                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert refused.returncode == 1
     assert "recipe.json" in refused.stderr and "another --output_dir" in refused.stderr
     assert "Traceback" not in refused.stderr

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tasks.classification import metrics as m
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -90,8 +91,8 @@ def _command(toy, out, **overrides):
 
 
 def _run(argv, check=True):
-    result = subprocess.run([str(a) for a in argv], env=ENV, capture_output=True, text=True,
-                            timeout=600)
+    assert argv[0] == sys.executable
+    result = warm_processes.run(argv[1:], env=ENV, timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(result.stderr[-4000:])
     return result

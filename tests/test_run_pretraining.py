@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from pretraining_data import write_config, write_records
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -46,7 +47,8 @@ def _command(data, output_dir, **overrides):
 
 
 def _run(argv, env=ENV, check=True):
-    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert argv[0] == sys.executable
+    result = warm_processes.run(argv[1:], env=env, timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(result.stderr[-4000:])
     return result

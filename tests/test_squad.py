@@ -14,6 +14,7 @@ from tasks.squad import data as squad
 from text.tokenization import FullTokenizer
 from tasks.squad.metrics import evaluate_v1, evaluate_v2
 from tasks.squad.predictions import get_final_text
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -171,14 +172,14 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
     common = [f"--vocab_file={tmp_path / 'vocab.txt'}",
               f"--bert_config_file={tmp_path / 'bert_config.json'}"]
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "run_squad.py")] + common + [
+    result = warm_processes.run(
+        [os.path.join(ROOT, "run_squad.py")] + common + [
             "--do_train", f"--train_file={train}", "--do_predict", f"--predict_file={dev}",
             "--max_seq_length=40", "--doc_stride=16", "--max_query_length=8",
             "--train_batch_size=32", "--learning_rate=1e-3", "--num_train_epochs=30",
             f"--output_dir={out}", "--save_checkpoints_steps=1000", "--log_steps=50",
             f"--export_dir={tmp_path / 'model'}"],
-        env=ENV, capture_output=True, text=True, timeout=600)
+        env=ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
     assert metrics["exact_match"] >= 90.0, metrics
@@ -186,20 +187,21 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     assert len(predictions) == 60 and len(nbest["d0"]) >= 1
     assert abs(sum(e["probability"] for e in nbest["d0"]) - 1.0) < 1e-6
-    alone = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "run_squad.py"), "--do_eval_only",
+    alone = warm_processes.run(
+        [os.path.join(ROOT, "run_squad.py"), "--do_eval_only",
          f"--predict_file={dev}", f"--predictions_file={out / 'predictions.json'}"],
-        env=ENV, capture_output=True, text=True, timeout=300, check=True)
+        env=ENV, timeout=300)
+    assert alone.returncode == 0, alone.stderr[-3000:]
     assert json.loads(alone.stdout.strip().splitlines()[-1]) == pytest.approx(metrics)
-    asked = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "run_squad.py")] + common + [
+    asked = warm_processes.run(
+        [os.path.join(ROOT, "run_squad.py")] + common + [
             f"--init_checkpoint={out}", "--max_seq_length=40", "--max_query_length=8",
             "--question=what is the city ?",
             # Four facts, as in training: a three-fact context is out of distribution, and
             # whether the model generalises to it changes with float rounding.
             "--context=the color is red . the city is oslo . the animal is fox . "
             "the number is nine ."],
-        env=ENV, capture_output=True, text=True, timeout=300)
+        env=ENV, timeout=300)
     assert asked.returncode == 0, asked.stderr[-3000:]
     assert json.loads(asked.stdout.strip().splitlines()[-1])["answer"] == "oslo"
 

@@ -11,6 +11,7 @@ import pytest
 
 from text import vocabulary
 from text.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEMS = ["walk", "talk", "jump", "play", "look", "cook", "help", "work"]
@@ -150,10 +151,10 @@ def test_build_vocab_warns_with_the_fix(tmp_path):
     corpus = tmp_path / "zh.txt"
     corpus.write_text("\n".join(_hanzi_lines(random.Random(4))) + "\n", encoding="utf-8")
     def build(*flags):
-        return subprocess.run(
-            [sys.executable, "-m", "data_prep.build_vocab", f"--input_file={corpus}",
+        return warm_processes.run(
+            ["-m", "data_prep.build_vocab", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=4000", *flags],
-            capture_output=True, text=True, cwd=ROOT)
+            cwd=ROOT)
     fitted = build()
     assert fitted.returncode == 0, fitted.stderr[-2000:]
     assert "0.000% of the words become [UNK]" in fitted.stderr

@@ -1,0 +1,74 @@
+"""The tests' warm process runner (tests/warm_processes.py) answers as a process of its
+own does: each command below is run both ways and the answers compared."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests import warm_processes
+
+SCRIPT = """
+import atexit, os, sys, threading, time
+print("argv", sys.argv[1:], "cwd", os.path.basename(os.getcwd()), "env", os.environ.get("X"))
+print("path0", os.path.basename(sys.path[0]) or "''", "main", __name__)
+print("to stderr", file=sys.stderr)
+atexit.register(lambda: print("atexit ran"))
+threading.Thread(target=lambda: (time.sleep(0.2), print("thread finished"))).start()
+how = sys.argv[1]
+if how == "exit3":
+    sys.exit(3)
+if how == "exit_text":
+    sys.exit("stopped: a reason")
+if how == "raise":
+    raise KeyError("boom")
+if how == "kill":
+    sys.stdout.flush()
+    os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scripts")
+    path = folder / "probe.py"
+    path.write_text(SCRIPT)
+    (folder / "probe_module.py").write_text(SCRIPT)
+    return folder
+
+
+def _both(argv, cwd):
+    env = dict(os.environ, X="from the env")
+    real = subprocess.run([sys.executable] + argv, capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=60)
+    warm = warm_processes.run(argv, cwd=cwd, env=env, timeout=60)
+    return real, warm
+
+
+@pytest.mark.parametrize("how", ["exit0", "exit3", "exit_text", "raise", "kill"])
+@pytest.mark.parametrize("form", ["script", "module", "code"])
+def test_answers_as_a_process_of_its_own(script, tmp_path, how, form):
+    argv = {"script": [str(script / "probe.py"), how],
+            "module": ["-m", "probe_module", how],
+            "code": ["-c", SCRIPT, how]}[form]
+    real, warm = _both(argv, cwd=script)
+    assert warm.returncode == real.returncode
+    assert warm.stdout == real.stdout
+    # A traceback names the runner's own frames; its last line is the same.
+    assert warm.stderr.splitlines()[-1:] == real.stderr.splitlines()[-1:]
+    assert warm.stderr.splitlines()[0] == real.stderr.splitlines()[0] == "to stderr"
+
+
+def test_tensorflow_is_imported_already_and_a_timeout_is_one(tmp_path):
+    warm = warm_processes.run(["-c", "import sys; print('tensorflow' in sys.modules)"])
+    assert warm.stdout == "True\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        warm_processes.run(["-c", "import time; time.sleep(30)"], timeout=1)
+
+
+def test_settings_read_at_import_run_a_process_of_their_own():
+    changed = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", TF_ENABLE_ONEDNN_OPTS="0")
+    warm = warm_processes.run(["-c", "import sys; print('tensorflow' in sys.modules)"],
+                              env=changed)
+    assert warm.stdout == "False\n"
