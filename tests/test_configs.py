@@ -5,6 +5,7 @@ import concurrent.futures
 import os
 
 import pytest
+
 from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,12 +16,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
+
+from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCUMENTS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs",
@@ -140,9 +140,9 @@ def test_shell_commands_name_real_flags(target):
     """Each command's flags parse with the script's own definitions (one process per
     script, its commands in turn)."""
     commands = [(where, argv) for where, name, argv in COMMANDS if name == target]
-    result = subprocess.run([sys.executable, "-c", CHECK, target, json.dumps(commands)],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
+    result = warm_processes.run(["-c", CHECK, target, json.dumps(commands)], cwd=ROOT,
+                                timeout=300,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
 

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from tests import warm_processes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = sorted(
     [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "*.py"))] +
@@ -29,9 +31,8 @@ def helps(tmp_path_factory):
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
     def run(script):
-        return subprocess.run([sys.executable, os.path.join(ROOT, script), "--helpfull"],
-                              cwd=elsewhere, env=env, capture_output=True, text=True,
-                              timeout=300)
+        return warm_processes.run([os.path.join(ROOT, script), "--helpfull"],
+                                  cwd=elsewhere, env=env, timeout=300)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         return dict(zip(SCRIPTS, pool.map(run, SCRIPTS)))
 

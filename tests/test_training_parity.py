@@ -82,6 +82,7 @@ def _original(tmp_path, task, batches, config_file, checkpoint, learning_rate, *
                 num_train_steps=STEPS, num_warmup_steps=WARMUP,
                 output=str(tmp_path / "original.npz"), **extra)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
+    # A process of its own: the script sets TF_USE_LEGACY_KERAS before importing TensorFlow.
     result = subprocess.run([sys.executable, os.path.join(HERE, "original_training.py"),
                              str(tmp_path / "spec.json")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
