@@ -1,9 +1,13 @@
 """The tests' warm process runner (tests/warm_processes.py) answers as a process of its
 own does: each command below is run both ways and the answers compared."""
 
+import concurrent.futures
+import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -72,3 +76,39 @@ def test_settings_read_at_import_run_a_process_of_their_own():
     warm = warm_processes.run(["-c", "import sys; print('tensorflow' in sys.modules)"],
                               env=changed)
     assert warm.stdout == "False\n"
+
+
+def test_many_commands_at_once_each_get_their_answer():
+    """Requests that reach the server together (one read) are all started."""
+    code = "import sys, time; time.sleep(0.2); print(sys.argv[1])"
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda i: warm_processes.run(["-c", code, str(i)], timeout=60),
+                                range(24)))
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(24)]
+
+
+def test_requests_that_arrive_in_one_read_are_all_started(tmp_path):
+    """Two request lines written at once, the input left open: both commands run (a
+    buffered reader would keep the second from `select` until more input came)."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from tests.warm_processes import serve; serve()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=warm_processes.ROOT,
+        env=dict(os.environ, PYTHONPATH=warm_processes.ROOT))
+    answers = queue.Queue()
+    threading.Thread(target=lambda: [answers.put(line) for line in server.stdout],
+                     daemon=True).start()
+    try:
+        server.stdin.write("".join(json.dumps(
+            {"id": str(i), "argv": ["-c", "pass"], "cwd": str(tmp_path), "env": dict(os.environ),
+             "stdout": str(tmp_path / f"{i}.out"), "stderr": str(tmp_path / f"{i}.err")}) + "\n"
+            for i in range(2)))
+        server.stdin.flush()
+        ended = set()
+        while len(ended) < 2:
+            kind, id_, _ = answers.get(timeout=120).split()  # queue.Empty: one never ran
+            if kind == "ended":
+                ended.add(id_)
+        assert ended == {"0", "1"}
+    finally:
+        server.kill()
+        server.wait()

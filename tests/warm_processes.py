@@ -105,24 +105,26 @@ def serve():
     _BASE_PATH = [p for p in sys.path[1:] if p not in ours]  # an interpreter's own
     for name in PRELOAD:
         __import__(name)
-    requests = sys.stdin.buffer
+    requests = sys.stdin.fileno()  # read raw: a buffered reader would hide lines from select
     answers = sys.stdout
     children = {}
+    pending = b""
     open_input = True
     while open_input or children:
         ready, _, _ = select.select([requests] if open_input else [], [], [], 0.05)
         if ready:
-            line = requests.readline()
-            if not line:
-                open_input = False
-            else:
-                request = json.loads(line)
-                pid = os.fork()
-                if pid == 0:
-                    _child(request)
-                children[pid] = request["id"]
-                answers.write(f"started {request['id']} {pid}\n")
-                answers.flush()
+            chunk = os.read(requests, 1 << 16)
+            open_input = bool(chunk)
+            pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                _child(request)
+            children[pid] = request["id"]
+            answers.write(f"started {request['id']} {pid}\n")
+            answers.flush()
         while children:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
