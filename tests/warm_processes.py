@@ -3,20 +3,21 @@
 The end-to-end tests run scripts as a user does: `python run_classifier.py --flags`, its
 own process, exit status and console. Importing TensorFlow, Keras and TensorFlow Text
 costs each such process about 5 s of CPU before the script does anything, which over the
-suite's hundreds of processes was the largest part of its time.
+suite's many such processes was the largest part of its time.
 
 `run(argv)` answers as `subprocess.run([python, *argv], capture_output=True, text=True)`
 does (exit status, stdout, stderr, the files written), but from a process forked from
 one that has imported those libraries already (`serve`: one per pytest worker, started
-on first use, its own errors in warm-server-<pid>.log in the temporary folder). The child takes the command's environment and
-folder, puts the script's folder first on `sys.path` (or the folder, for `-m module`),
-runs it as `__main__`, and exits as Python would (non-daemon threads joined, `atexit`
-handlers run, `SystemExit`'s code as the status, an uncaught exception's traceback on
-stderr and status 1).
+on first use; its own errors go to warm-server-<pid>.log in the temporary folder). The
+child takes the command's environment and folder, puts the script's folder first on
+`sys.path` (or the folder, for `-m module`), runs it as `__main__`, and exits as Python
+would (non-daemon threads joined, `atexit` handlers run, `SystemExit`'s code as the
+status, an uncaught exception's traceback on stderr and status 1).
 
 What a fork cannot show stays with real processes: what a script prints while
-TensorFlow is imported (tests/test_quiet.py), that a wrong flag is answered before
-TensorFlow is imported (tests/test_entry_points.py), and signals sent to a pid.
+TensorFlow is imported (tests/test_quiet.py), settings read when it is imported (`run`
+itself falls back to `subprocess` when those differ), that a wrong flag is answered
+before TensorFlow is imported (tests/test_entry_points.py), and signals sent to a pid.
 """
 
 import atexit
@@ -137,19 +138,16 @@ class _Server:
     """The client side: the server process, and a thread that reads its answers."""
 
     def __init__(self):
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "from tests.warm_processes import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log(), text=True,
-            cwd=ROOT, env=dict(_SERVER_ENV, PYTHONPATH=ROOT))
+        log = os.path.join(tempfile.gettempdir(), f"warm-server-{os.getpid()}.log")
+        with open(log, "a", encoding="utf-8") as errors:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", "from tests.warm_processes import serve; serve()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
+                cwd=ROOT, env=dict(_SERVER_ENV, PYTHONPATH=ROOT))
         self.lock = threading.Lock()
         self.next_id = 0
         self.pids, self.statuses, self.events = {}, {}, {}
         threading.Thread(target=self._read, daemon=True).start()
-
-    @staticmethod
-    def _log():
-        path = os.path.join(tempfile.gettempdir(), f"warm-server-{os.getpid()}.log")
-        return open(path, "a", encoding="utf-8")
 
     def _read(self):
         for line in self.process.stdout:
@@ -215,8 +213,8 @@ def run(argv, cwd=None, env=None, timeout=600):
     with tempfile.TemporaryDirectory(prefix="warm-") as streams:
         out, err = os.path.join(streams, "stdout"), os.path.join(streams, "stderr")
         server = _the_server()
-        id_ = server.submit({"argv": argv, "cwd": str(cwd or os.getcwd()), "stdout": out, "stderr": err,
-                             "env": env})
+        id_ = server.submit({"argv": argv, "cwd": str(cwd or os.getcwd()), "env": env,
+                             "stdout": out, "stderr": err})
         status = server.wait(id_, timeout)
         if status is None:
             raise subprocess.TimeoutExpired(command, timeout)
