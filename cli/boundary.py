@@ -23,11 +23,15 @@ not to the console. Anything else is a bug: its traceback is printed and the las
 says so. Known errors are those the project raises on purpose (`ValueError` and its
 subclasses, `RuntimeError`s such as a diverged loss, raised by the project's own code),
 and I/O errors (`OSError`, TensorFlow's `OpError`) wherever they come from.
+A command line absl cannot parse (a misspelt flag, with absl's suggestion; a value of the
+wrong type; required flags missing, all named) gets one `error: ...` line too, in place of
+absl's "FATAL Flags parsing error" block.
 """
 
 import functools
 import logging as python_logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -202,9 +206,43 @@ def _guarded(main, argv):
         sys.exit(1)
 
 
+_REQUIRED = re.compile(r"Flag --(\w+) must have a value other than None")
+
+
+def flag_error_line(exc):
+    """One line for a command line absl cannot parse: the missing required flags named
+    together, or absl's own message on one line."""
+    if isinstance(exc, flags.UnrecognizedFlagError):
+        # absl keeps its suggestions in the message only: "... Did you mean: a, b ?"
+        tip = re.search(r"Did you mean: (.*?) ?\?", str(exc))
+        close = [name.strip() for name in tip.group(1).split(",")] if tip else []
+        return (f"error: unknown flag --{exc.flagname}"
+                + (f"; did you mean --{' or --'.join(close)}?" if close else "")
+                + " (see --helpfull).")
+    missing = _REQUIRED.findall(str(exc))
+    if missing:
+        names = [f"--{name}" for name in missing]
+        listed = names[0] if len(names) == 1 else \
+            f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"error: {listed} {'is' if len(names) == 1 else 'are'} required " \
+               f"(see --helpfull)."
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"error: {text.rstrip('.')} (see --helpfull)."
+
+
+def _parse_flags(argv):
+    """absl's parsing, with a one-line answer (not its "FATAL Flags parsing error" block)
+    for an unknown flag, a bad value or a missing required flag; status 1, as absl's."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as exc:
+        print(flag_error_line(exc), file=sys.stderr)
+        sys.exit(1)
+
+
 def run(main, log_beside_output=False):
     """`absl.app.run(main)` inside the error boundary. `log_beside_output`: the log goes
     to `<output_dir>.log`, not into the folder (whose files are all data)."""
     global _log_beside_output
     _log_beside_output = log_beside_output
-    app.run(functools.partial(_guarded, main))
+    app.run(functools.partial(_guarded, main), flags_parser=_parse_flags)
