@@ -1,8 +1,11 @@
 """Shared fixtures: tiny configs, tiny vocabularies, TF1 checkpoints written with
 tf.compat.v1 (independently of `modeling`), and a quiet TensorFlow."""
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # The same kernels on every x86 CPU (TensorFlow's default turns oneDNN on for some Intel
@@ -10,6 +13,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # subprocesses: the entry points leave a user's setting alone.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The scripts' temporary files (the traceback log of a failed run that has no output
+# folder, one per failing command) go to a folder of this test process, removed at its
+# end, not into the machine's /tmp.
+os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="bert-tests-")
+atexit.register(shutil.rmtree, os.environ["TMPDIR"], True)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -112,3 +112,14 @@ def test_requests_that_arrive_in_one_read_are_all_started(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_the_commands_temporary_folder_is_its_own(tmp_path):
+    """A command's TMPDIR is where its temporary files go (the server has found its own
+    already), and the suite's commands do not write into the machine's /tmp."""
+    code = "import tempfile; print(tempfile.gettempdir())"
+    real, warm = _both(["-c", code], cwd=tmp_path)
+    assert warm.stdout == real.stdout == os.environ["TMPDIR"] + "\n"
+    assert os.environ["TMPDIR"] != "/tmp"
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    assert warm_processes.run(["-c", code], env=env).stdout == f"{tmp_path}\n"

@@ -64,6 +64,7 @@ def _child(request):
     argv, env = request["argv"], request["env"]
     os.environ.clear()
     os.environ.update(env)
+    tempfile.tempdir = None  # found again from the command's TMPDIR, as a new process does
     os.chdir(request["cwd"])
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     status = 1
@@ -138,8 +139,10 @@ class _Server:
     """The client side: the server process, and a thread that reads its answers."""
 
     def __init__(self):
-        log = os.path.join(tempfile.gettempdir(), f"warm-server-{os.getpid()}.log")
-        with open(log, "a", encoding="utf-8") as errors:
+        # Beside the commands' temporary files (the suite's TMPDIR when it set one).
+        self.log = os.path.join(os.environ.get("TMPDIR") or tempfile.gettempdir(),
+                                f"warm-server-{os.getpid()}.log")
+        with open(self.log, "a", encoding="utf-8") as errors:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", "from tests.warm_processes import serve; serve()"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
@@ -178,7 +181,7 @@ class _Server:
             return None
         if id_ not in self.statuses:
             raise RuntimeError("the warm interpreter (tests/warm_processes.py) died: see "
-                               f"warm-server-{os.getpid()}.log in {tempfile.gettempdir()}")
+                               f"{self.log}")
         return self.statuses.pop(id_)
 
 
