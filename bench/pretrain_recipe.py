@@ -155,21 +155,28 @@ def main():
     parser.add_argument("--tasks", default=",".join(TASKS),
                         help="comma-separated, of " + ", ".join(TASKS))
     parser.add_argument("--models", default="pre-trained,random weights",
-                        help="which to fine-tune (a run done already is reused)")
+                        help="which to fine-tune (a run done already is reused); random weights "
+                        "alone need no pre-training")
     parser.add_argument("--jobs", type=int, default=1,
                         help="fine-tuning runs at once (2 on 2 cores: 1.6x the throughput)")
     args = parser.parse_args()
     bench = Recipe(args)
     start = time.time()
-    corpus, export = bench.pretrain_recipe()
+    models = args.models.split(",")
+    # Random weights alone need only the recipe's vocabulary and config: they can be
+    # fine-tuned while the pre-training still runs.
+    corpus, export = bench.pretrain_recipe() if "pre-trained" in models else (None, None)
     random_weights = bench.random_init()
-    mlm = {"pre-trained": bench.heldout_mlm(export, "pretrained"),
-           "random weights": bench.heldout_mlm(bench.random_checkpoint(), "random")}
+    mlm = {}
+    if "pre-trained" in models:
+        mlm["pre-trained"] = bench.heldout_mlm(export, "pretrained")
+    if "random weights" in models:
+        mlm["random weights"] = bench.heldout_mlm(bench.random_checkpoint(), "random")
     tasks = [task for task in TASKS if task in args.tasks.split(",")]
     runs = [(name, model, tag, task, seed) for task in tasks
             for name, model, tag in (("pre-trained", export, "pretrained"),
                                      ("random weights", random_weights, "random"))
-            if name in args.models.split(",") for seed in range(1, args.seeds + 1)]
+            if name in models for seed in range(1, args.seeds + 1)]
     bench.ner_data()  # each task's data once, before runs share it
     for task in tasks:
         if task not in ("CoNLL-2003", "STS-B"):
@@ -187,7 +194,8 @@ def main():
     from machine import cpu_model, isa
     print(f"\nCPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores. pretrain_from_text.py: "
           f"{pretrain_seconds} s in all; plan {plan['plan']}; recipe {plan['recipe']}")
-    print("\n" + english_corpus.describe(corpus))
+    if corpus:
+        print("\n" + english_corpus.describe(corpus))
     print("\n| | held-out masked-LM accuracy (%) | perplexity |\n|---|---|---|")
     for name, (accuracy, perplexity) in mlm.items():
         print(f"| {name} | {accuracy:.1f} | {perplexity:.1f} |")
