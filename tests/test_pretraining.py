@@ -155,6 +155,77 @@ def test_gradient_accumulation_4x8_equals_one_batch_of_32(records):
     assert sum(float(np.abs(g).sum()) for g in grads_1) > 0
 
 
+def _late_next_sentence_task(records, folder, start_step):
+    from pretraining_data import write_config
+    from tasks.pretraining.config import PretrainingConfig
+    task = PretrainingTask(PretrainingConfig(
+        input_file=",".join(records), bert_config_file=write_config(folder / "c.json"),
+        max_seq_length=SEQ, max_predictions_per_seq=PRED, num_train_steps=6,
+        num_warmup_steps=0, objective="mlm_nsp", next_sentence_start_step=start_step))
+    task.prepare(str(folder))
+    return task
+
+
+def test_next_sentence_weight_follows_the_step_even_when_resumed(records, tmp_path):
+    """Batch i of the stream is for step i // (local replicas); a resumed run's stream
+    starts at the batch of its step."""
+    task = _late_next_sentence_task(records, tmp_path, start_step=3)
+    dataset_fn = task.train_input(8, seed=7).dataset_fn
+
+    def weights(skip, replicas):
+        context = tf.distribute.InputContext(1, 0, replicas)
+        return [float(b["next_sentence_weight"][0]) for b in
+                dataset_fn(context, skip).take(8)]
+    assert weights(0, 1) == [0, 0, 0, 1, 1, 1, 1, 1]
+    assert weights(2, 1) == [0, 1, 1, 1, 1, 1, 1, 1]
+    assert weights(0, 2) == [0, 0, 0, 0, 0, 0, 1, 1]  # two batches a step
+    assert all(float(w) == 1 for w in next(iter(dataset_fn(
+        tf.distribute.InputContext(1, 0, 1), 5)))["next_sentence_weight"])
+
+
+def test_next_sentence_loss_counts_from_its_start_step(records, tmp_path):
+    """--next_sentence_start_step=3: steps 1-3 train the masked LM alone (the logged loss
+    is the masked LM's, the next-sentence head gets no gradient: unchanged under SGD);
+    from step 4 the loss is the sum of both and the head learns. Steps 4-6 run as a
+    resumed run, from the checkpoint of step 3."""
+    task = _late_next_sentence_task(records, tmp_path, start_step=3)
+    model = _model(2)
+    head = [v for v in model.trainable_variables if v.path.startswith("next_sentence/")]
+    assert len(head) == 2
+    initial = [v.numpy().copy() for v in head]
+    encoder = model.encoder.trainable_variables[0]
+    initial_encoder = encoder.numpy().copy()
+    trainer = Trainer(tf.distribute.get_strategy(), model, task, SGD(learning_rate=0.5),
+                      str(tmp_path / "run"))
+    logs = {}
+    train_input = task.train_input(32, seed=7)
+    for steps in (3, 6):
+        trainer.train(train_input.dataset_fn, steps, steps_per_loop=1,
+                      save_checkpoints_steps=3, log_steps=1, global_batch_size=32,
+                      hooks=[lambda step, entry: logs.update({step: dict(entry)})])
+        if steps == 3:
+            for before, variable in zip(initial, head):
+                np.testing.assert_array_equal(variable.numpy(), before)
+            assert not np.array_equal(encoder.numpy(), initial_encoder)
+    assert sorted(logs) == [1, 2, 3, 4, 5, 6]
+    for step, entry in logs.items():
+        expected = entry["masked_lm_loss"] + (entry["next_sentence_loss"] if step > 3 else 0)
+        np.testing.assert_allclose(entry["loss"], expected, rtol=1e-5, err_msg=str(step))
+        assert entry["next_sentence_loss"] > 0.1  # the head's loss is logged all along
+    assert all(not np.array_equal(v.numpy(), before) for v, before in zip(head, initial))
+
+
+def test_next_sentence_start_step_needs_the_next_sentence_objective(tmp_path):
+    from tasks.pretraining.config import PretrainingConfig
+    with pytest.raises(ValueError, match="--next_sentence_start_step=100: only with "
+                                         "--objective=mlm_nsp"):
+        PretrainingConfig(input_file="x", bert_config_file="c.json", objective="mlm",
+                          next_sentence_start_step=100)
+    with pytest.raises(ValueError, match="--next_sentence_start_step=-1: must be 0 or more"):
+        PretrainingConfig(input_file="x", bert_config_file="c.json",
+                          next_sentence_start_step=-1)
+
+
 def _resumable_run(records, folder, stop_after=None, num_steps=8):
     model = _model(5, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     optimizer = create_optimizer(model, 1e-3, num_steps, 2)
