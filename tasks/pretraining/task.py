@@ -157,20 +157,22 @@ class PretrainingTask(Task):
     def train_input(self, global_batch_size, seed):
         c = self.config
 
+        start = c.next_sentence_start_step  # the config allows it with mlm_nsp only
+
         def dataset_fn(context, skip_batches):
             dataset = pretraining_dataset(
                 self.train_files, context.get_per_replica_batch_size(global_batch_size),
                 c.max_seq_length, c.max_predictions_per_seq, is_training=True, seed=seed,
                 input_context=context, skip_batches=skip_batches)
-            if self.objective == "mlm_nsp" and c.next_sentence_start_step:
+            if start:
                 dataset = _with_next_sentence_weight(
-                    dataset, skip_batches, c.next_sentence_start_step,
+                    dataset, skip_batches, start,
                     context.num_replicas_in_sync // context.num_input_pipelines)
             return dataset
 
-        if self.objective == "mlm_nsp" and c.next_sentence_start_step:
+        if start:
             logging.info("The next-sentence loss counts from step %d; the masked LM trains "
-                         "alone before it.", c.next_sentence_start_step)
+                         "alone before it.", start)
 
         return TrainInput(dataset_fn, c.num_train_steps, c.num_warmup_steps)
 
