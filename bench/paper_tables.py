@@ -1,32 +1,45 @@
-"""The paper's Tables 5-8 at CPU scale: small BERTs pre-trained on WikiText-2 with each
-objective, size and masking procedure, fine-tuned (or used as frozen features) on GLUE and
-CoNLL-2003 subsets, every step through the user-facing scripts.
+"""The paper's Tables 5-8 at CPU scale: small BERTs pre-trained with each objective, size
+and masking procedure, fine-tuned (or used as frozen features) on GLUE and CoNLL-2003
+subsets, every step through the user-facing scripts, each score the mean and standard
+error over `--seeds` fine-tuning seeds.
 
-Pipeline: WikiText-2 valid + test (`--shared_dir`/wikitext, 4.6 times smaller than the
-paper's corpus by a factor of ~7,000) -> documents (the held-out last 10% for the masked-LM
-evaluation) -> `data_prep/build_vocab.py` (a WordPiece vocabulary of `--vocab_size`) ->
-`data_prep/create_pretraining_data.py` (one record set per masking procedure) ->
-`run_pretraining.py` (per objective / size / masking) -> `run_classifier.py` on SST-2 (the
-first `--train_examples` rows, full dev), MRPC (full) and QNLI (its dev set split:
-4,463 rows to train, 1,000 to evaluate; the train set is not in `--shared_dir`) and
-`run_ner.py` on CoNLL-2003 (the first `--ner_sentences` training sentences, full eng.testa).
-Each run's folder is kept in `--work_dir`, and a finished run is not repeated, so the
-script resumes; the tables are printed in Markdown with every command line in the log.
+Two scales:
+  * small (the default): WikiText-2 valid + test (`--shared_dir`/wikitext; the held-out
+    last 10% of documents for the masked-LM evaluation), a WordPiece vocabulary of
+    `--vocab_size` (`data_prep/build_vocab.py`), length-64 records, L=4 H=128 models and
+    `--pretrain_steps` (1,000) steps: each table in 15-60 minutes on 2 cores;
+  * the recipe (`--recipe_dir`, a `pretrain_from_text.py --output_dir`): its documents,
+    vocabulary, model, records and schedule (`recipe.json`: steps, warm-up, learning rate,
+    optimizer), its finished run as the base model, and length-128 fine-tuning. Each other
+    pre-training costs about as much as the recipe's run (Table 6's sizes in proportion).
+Pipeline: documents -> `data_prep/create_pretraining_data.py` (one record set per masking
+procedure) -> `run_pretraining.py` (per objective / size / masking) -> `run_classifier.py`
+on SST-2 (the first `--train_examples` rows, full dev), MRPC (full) and QNLI (its dev set
+split: 4,463 rows to train, 1,000 to evaluate; the train set is not in `--shared_dir`) and
+`run_ner.py` on CoNLL-2003 (the first `--ner_sentences` training sentences, full
+eng.testa). Each run's folder is kept in `--work_dir`, and a finished run is not repeated
+(an unfinished pre-training resumes from its last checkpoint), so the script resumes; the
+tables are printed in Markdown with every command line in the log.
 
     python bench/paper_tables.py --shared_dir=../shared/data --tables=5,6,7,8 \
-      [--work_dir=/tmp/paper_tables --pretrain_steps=2000]
+      [--work_dir=/tmp/paper_tables --pretrain_steps=2000] [--recipe_dir=<pretrain_from_text
+      output>] [--seeds=3 --jobs=2]
 
 At paper scale on a GPU/TPU: the same scripts with BERT-Base's config, the paper's
 corpus (BooksCorpus + Wikipedia, `data_prep/extract_wikipedia.py`), `--max_seq_length=512`
 records, 1,000,000 steps of batch 256 (`run_pretraining.py --distribution_strategy=tpu`
 or `mirrored`) and the full GLUE / CoNLL / SQuAD sets; the flags per table are the ones
-this script passes (see `VARIANTS`).
+this script passes.
 """
 
 import argparse
+import concurrent.futures
+import functools
 import json
+import math
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -34,19 +47,25 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-# Sequence length of pre-training and fine-tuning (the paper: 128 then 512; 64 here, so
-# that a table fits in about half an hour on two cores), and masked positions per sequence.
+# The small scale's sequence length of pre-training and fine-tuning (the paper: 128 then
+# 512; 64 here, so that a table fits in about half an hour on two cores), and masked
+# positions per sequence. The recipe's come from its recipe.json.
 SEQ, PREDICTIONS = 64, 10
-# The base model of these tables (BERT-Base is L=12, H=768, A=12).
-BASE = {"num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 2}
-# Table 6: (L, H, A).
+# The small scale's base model, (L, H, A) (BERT-Base is 12, 768, 12).
+BASE = (4, 128, 2)
+# Table 6: (L, H, A) at each scale. Around the recipe's 4/256/4, each costs about
+# L * H^2 of its time: 0.5, 0.25, 1 (the recipe's own run) and 1.5.
 SIZES = [(2, 128, 2), (4, 128, 2), (4, 256, 4)]
+RECIPE_SIZES = [(2, 256, 4), (4, 128, 2), (4, 256, 4), (6, 256, 4)]
 # Table 8: ([MASK], same, random) shares.
 MASKINGS = [(0.8, 0.1, 0.1), (1.0, 0.0, 0.0), (0.8, 0.0, 0.2), (0.8, 0.2, 0.0),
             (0.0, 0.2, 0.8), (0.0, 0.0, 1.0)]
 FEATURES = ["embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
             "sum_all"]
 GLUE_TASKS = ["SST-2", "MRPC", "QNLI"]
+# Fine-tuning, every table and task (the learning rate: --learning_rate).
+FINE_TUNING = {"train_batch_size": 32, "num_train_epochs": 3, "do_lower_case": True,
+               "do_train": True, "do_eval": True, "save_checkpoints_steps": 100000}
 # The paper's figures, for orientation (BERT-Base, dev sets).
 PAPER = {
     5: {"BERT (MLM + NSP)": {"MNLI-m": 84.4, "QNLI": 88.4, "MRPC": 86.7, "SST-2": 92.7},
@@ -64,6 +83,19 @@ PAPER = {
 }
 
 
+def mean_se(values):
+    """Mean and standard error of the mean (0 for one value)."""
+    mean = statistics.mean(values)
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return mean, se
+
+
+def shown(values):
+    """A table cell: the mean, and its standard error when there are several seeds."""
+    mean, se = mean_se(values)
+    return f"{mean:.1f} ± {se:.1f}" if len(values) > 1 else f"{mean:.1f}"
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -71,6 +103,47 @@ class Bench:
         os.makedirs(self.work, exist_ok=True)
         self.log = open(os.path.join(self.work, "commands.log"), "a", encoding="utf-8")
         self.majority = {}  # task -> dev accuracy of always answering the majority label
+        self.seeds = range(1, getattr(args, "seeds", 1) + 1)
+
+    # ------------------------------------------------------------------ scale
+    @functools.cached_property
+    def recipe(self):
+        """The recipe's recipe.json (its "recipe" and "plan"), or None at the small scale;
+        read when first needed (the recipe's run may be made by this process)."""
+        if not getattr(self.args, "recipe_dir", None):
+            return None
+        path = os.path.join(self.args.recipe_dir, "recipe.json")
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: --recipe_dir takes the --output_dir of a "
+                     "pretrain_from_text.py run.")
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    @property
+    def seq(self):
+        return self.recipe["recipe"]["max_seq_length"] if self.recipe else SEQ
+
+    @property
+    def predictions(self):
+        return self.recipe["recipe"]["max_predictions_per_seq"] if self.recipe else PREDICTIONS
+
+    @property
+    def base(self):
+        """(L, H, A) of the base model."""
+        if not self.recipe:
+            return BASE
+        model = self.recipe["recipe"]["model"]
+        return (model["num_hidden_layers"], model["hidden_size"],
+                model["num_attention_heads"])
+
+    @property
+    def objective(self):
+        """The base model's pre-training objective (the paper's: MLM + NSP)."""
+        return self.recipe["plan"]["objective"] if self.recipe else "mlm_nsp"
+
+    @property
+    def sizes(self):
+        return RECIPE_SIZES if self.recipe else SIZES
 
     # ------------------------------------------------------------------ running
     def run(self, script, flags, done_file):
@@ -103,6 +176,10 @@ class Bench:
 
     # ------------------------------------------------------------------ data
     def documents(self):
+        """(training documents, held-out documents): text files, one sentence a line."""
+        if self.recipe:
+            text = os.path.join(self.args.recipe_dir, "text")
+            return os.path.join(text, "train.txt"), os.path.join(text, "heldout.txt")
         train = os.path.join(self.work, "documents_train.txt")
         held_out = os.path.join(self.work, "documents_eval.txt")
         if not os.path.exists(held_out):
@@ -118,6 +195,8 @@ class Bench:
         return train, held_out
 
     def vocab(self):
+        if self.recipe:
+            return os.path.join(self.args.recipe_dir, "vocab.txt")
         vocab = os.path.join(self.work, "vocab.txt")
         train, _ = self.documents()
         self.run("data_prep/build_vocab.py", {
@@ -126,17 +205,26 @@ class Bench:
         return vocab
 
     def records(self, masking=MASKINGS[0]):
+        """{"train": files, "eval": file} of this masking procedure (the recipe's own
+        records for the original's)."""
+        if self.recipe and masking == MASKINGS[0]:
+            folder = os.path.join(self.args.recipe_dir, "records")
+            return {"train": ",".join(os.path.join(folder, f"train-{i:02d}.tfrecord")
+                                      for i in range(2)),
+                    "eval": os.path.join(folder, "heldout.tfrecord")}
         name = "records-{}-{}-{}".format(*(int(100 * p) for p in masking))
         folder = os.path.join(self.work, name)
         os.makedirs(folder, exist_ok=True)
         vocab = self.vocab()
+        dupe = self.recipe["plan"]["dupe_factor"] if self.recipe else self.args.dupe_factor
         files = {}
         for split, documents in zip(("train", "eval"), self.documents()):
             out = os.path.join(folder, f"{split}.tfrecord")
             self.run("data_prep/create_pretraining_data.py", {
                 "input_file": documents, "output_file": out, "vocab_file": vocab,
-                "do_lower_case": True, "max_seq_length": SEQ,
-                "max_predictions_per_seq": PREDICTIONS, "dupe_factor": self.args.dupe_factor if split == "train" else 1,
+                "do_lower_case": True, "max_seq_length": self.seq,
+                "max_predictions_per_seq": self.predictions,
+                "dupe_factor": dupe if split == "train" else 1,
                 "masked_lm_prob": 0.15, "mask_token_prob": masking[0],
                 "random_token_prob": masking[2], "random_seed": 12345, "num_workers": 2},
                 out)
@@ -144,44 +232,106 @@ class Bench:
         return files
 
     # ------------------------------------------------------------------ models
-    def pretrain(self, name, objective="mlm_nsp", size=None, masking=MASKINGS[0]):
+    def base_name(self):
+        return f"base-{self.objective}"
+
+    def pretrain(self, name, objective=None, size=None, masking=MASKINGS[0]):
         """Pre-trains (once) and returns (export folder, eval results)."""
+        objective = objective or self.objective
+        L, H, A = size = size or self.base
+        if self.recipe and (objective, size, masking) == (self.objective, self.base,
+                                                          MASKINGS[0]) and \
+                self.schedule()["num_train_steps"] == self.recipe["plan"]["num_train_steps"]:
+            return self.recipe_model(name)
         folder = os.path.join(self.work, "pretrain", name)
         os.makedirs(folder, exist_ok=True)
         config = os.path.join(folder, "bert_config.json")
-        L, H, A = size or (BASE["num_hidden_layers"], BASE["hidden_size"],
-                           BASE["num_attention_heads"])
         vocab = self.vocab()
         with open(vocab, encoding="utf-8") as f:
             vocab_size = sum(1 for _ in f)
+        model = dict(self.recipe["recipe"]["model"]) if self.recipe else {
+            "max_position_embeddings": SEQ, "type_vocab_size": 2}
+        model.update(vocab_size=vocab_size, hidden_size=H, num_hidden_layers=L,
+                     num_attention_heads=A, intermediate_size=4 * H)
         with open(config, "w") as f:
-            json.dump({"vocab_size": vocab_size, "hidden_size": H, "num_hidden_layers": L,
-                       "num_attention_heads": A, "intermediate_size": 4 * H,
-                       "max_position_embeddings": SEQ, "type_vocab_size": 2}, f)
+            json.dump(model, f)
         records = self.records(masking)
         out = os.path.join(folder, "run")
-        seconds = self.run("run_pretraining.py", {
+        seconds = self.run("run_pretraining.py", dict({
             "input_file": records["train"], "eval_input_file": records["eval"],
             "bert_config_file": config, "output_dir": out, "objective": objective,
-            "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS,
-            "train_batch_size": 32,
-            "num_train_steps": self.args.pretrain_steps,
-            "num_warmup_steps": self.args.pretrain_steps // 10,
-            "learning_rate": self.args.pretrain_learning_rate,
-            "do_train": True, "do_eval": True, "max_eval_steps": 50,
-            "save_checkpoints_steps": self.args.pretrain_steps, "eval_batch_size": 32},
+            "max_seq_length": self.seq, "max_predictions_per_seq": self.predictions,
+            "do_train": True, "do_eval": True}, **self.schedule()),
             os.path.join(out, "eval_results.txt"))
         if seconds:
             print(f"  pre-trained {name} in {seconds:.0f} s", flush=True)
         return os.path.join(out, "export"), self.results(os.path.join(out, "eval_results.txt"))
 
+    def schedule(self):
+        """run_pretraining.py's flags for steps, schedule and evaluation."""
+        if not self.recipe:
+            steps = self.args.pretrain_steps
+            return {"train_batch_size": 32, "num_train_steps": steps,
+                    "num_warmup_steps": steps // 10,
+                    "learning_rate": self.args.pretrain_learning_rate,
+                    "max_eval_steps": 50, "save_checkpoints_steps": steps,
+                    "eval_batch_size": 32}
+        recipe, plan = self.recipe["recipe"], self.recipe["plan"]
+        steps = self.args.pretrain_steps or plan["num_train_steps"]
+        warmup = round(plan["num_warmup_steps"] * steps / plan["num_train_steps"])
+        # Checkpoints every tenth of the run, as the recipe's: a stopped run resumes.
+        return {"train_batch_size": recipe["train_batch_size"], "num_train_steps": steps,
+                "num_warmup_steps": warmup, "learning_rate": recipe["learning_rate"],
+                "optimizer": recipe["optimizer"], "save_checkpoints_steps": max(100, steps // 10),
+                "log_steps": 100, "iterations_per_loop": 100, "max_eval_steps": 100,
+                "eval_batch_size": 64}
+
+    def recipe_model(self, name):
+        """The recipe's finished run as the base model: (its export, its evaluation on the
+        recipe's held-out records)."""
+        export = os.path.join(self.args.recipe_dir, "pretraining", "export")
+        if not os.path.exists(os.path.join(export, "bert_model.ckpt.index")):
+            sys.exit(f"{export}/bert_model.ckpt is missing: finish the recipe's run first "
+                     f"(rerun its pretrain_from_text.py command, which resumes).")
+        out = os.path.join(self.work, "pretrain", name, "eval")
+        records = self.records()
+        self.run("run_pretraining.py", {
+            "input_file": records["eval"], "eval_input_file": records["eval"],
+            "objective": self.objective, "bert_config_file": f"{export}/bert_config.json",
+            "init_checkpoint": f"{export}/bert_model.ckpt", "output_dir": out,
+            "do_eval": True, "max_seq_length": self.seq,
+            "max_predictions_per_seq": self.predictions, "max_eval_steps": 100,
+            "eval_batch_size": 64}, os.path.join(out, "eval_results.txt"))
+        return export, self.results(os.path.join(out, "eval_results.txt"))
+
+    def random_init(self):
+        """A folder with the base config and no checkpoint: fine-tuning from random
+        weights, the floor a pre-trained model must beat."""
+        if self.recipe:
+            folder = os.path.join(self.work, "random-init")
+            source = os.path.join(self.args.recipe_dir, "bert_config.json")
+        else:
+            folder = os.path.join(self.work, "pretrain", "random-init")
+            self.pretrain(self.base_name())  # writes the base config
+            source = os.path.join(self.work, "pretrain", self.base_name(), "bert_config.json")
+        if not os.path.exists(os.path.join(folder, "bert_config.json")):
+            os.makedirs(folder, exist_ok=True)
+            with open(source) as src, open(os.path.join(folder, "bert_config.json"),
+                                           "w") as dst:
+                dst.write(src.read())
+        return folder
+
     # ------------------------------------------------------------------ tasks
     def glue_data(self, task):
+        """The task's folder: QNLI's dev set split in two, SST-2's first
+        --train_examples training rows, the others as they are."""
+        source = os.path.join(self.args.shared_dir, "glue", task)
+        if task not in ("QNLI", "SST-2"):
+            return source
         folder = os.path.join(self.work, "glue", task)
         if os.path.exists(os.path.join(folder, "dev.tsv")):
             return folder
         os.makedirs(folder, exist_ok=True)
-        source = os.path.join(self.args.shared_dir, "glue", task)
         if task == "QNLI":  # only its dev set is here: split it
             with open(os.path.join(source, "dev.tsv"), encoding="utf-8") as f:
                 lines = f.readlines()
@@ -195,35 +345,6 @@ class Bench:
         for name, part in parts.items():
             with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
                 f.writelines(part)
-        return folder
-
-    def classify(self, model, task, tag, **extra):
-        """Dev accuracy (MRPC: accuracy too, as the paper's Table 5) of `model` on `task`."""
-        out = os.path.join(self.work, "finetune", f"{tag}-{task}")
-        self.run("run_classifier.py", dict({
-            "task_name": task, "data_dir": self.glue_data(task),
-            "vocab_file": self.vocab(), "bert_config_file": f"{model}/bert_config.json",
-            "init_checkpoint": f"{model}/bert_model.ckpt" if model != self.random_init()
-            else None, "do_lower_case": True,
-            "do_train": True, "do_eval": True, "max_seq_length": SEQ,
-            "train_batch_size": 32, "learning_rate": 1e-4, "num_train_epochs": 3,
-            "output_dir": out, "save_checkpoints_steps": 100000}, **extra),
-            os.path.join(out, "eval_results.txt"))
-        results = self.results(os.path.join(out, "eval_results.txt"))
-        self.majority[task] = 100 * float(results["majority_class_accuracy"])
-        return 100 * float(results["accuracy"])
-
-    def random_init(self):
-        """A folder with the base config and no checkpoint: fine-tuning from random
-        weights, the floor a pre-trained model must beat."""
-        folder = os.path.join(self.work, "pretrain", "random-init")
-        if not os.path.exists(os.path.join(folder, "bert_config.json")):
-            self.pretrain("base-mlm_nsp")  # writes the base config
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(self.work, "pretrain", "base-mlm_nsp",
-                                   "bert_config.json")) as src, \
-                    open(os.path.join(folder, "bert_config.json"), "w") as dst:
-                dst.write(src.read())
         return folder
 
     def ner_data(self):
@@ -241,85 +362,119 @@ class Bench:
                     dst.write(src.read())
         return folder
 
-    def ner(self, model, tag, **extra):
-        """Entity F1 on eng.testa."""
-        out = os.path.join(self.work, "ner", tag)
-        self.run("run_ner.py", dict({
-            "data_dir": self.ner_data(), "vocab_file": self.vocab(),
-            "bert_config_file": f"{model}/bert_config.json",
-            "init_checkpoint": f"{model}/bert_model.ckpt", "do_lower_case": True,
-            "do_train": True, "do_eval": True, "max_seq_length": SEQ,
-            "train_batch_size": 32, "learning_rate": 1e-4, "num_train_epochs": 3,
-            "output_dir": out, "save_checkpoints_steps": 100000}, **extra),
-            os.path.join(out, "eval_results.txt"))
-        return float(self.results(os.path.join(out, "eval_results.txt"))["f1"])
+    def fine_tune(self, model, task, tag, seed, **extra):
+        """The dev score of `model` (an export folder, or `random_init()`) fine-tuned on
+        `task` with one seed: accuracy (SST-2, MRPC, QNLI), Pearson (STS-B) or entity F1
+        on eng.testa (CoNLL-2003), in points."""
+        checkpoint = os.path.join(model, "bert_model.ckpt")
+        lr = self.args.learning_rate
+        out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}" + (
+            f"-lr{lr:g}" if lr != 1e-4 and "learning_rate" not in extra else ""))
+        flags = dict(FINE_TUNING, vocab_file=self.vocab(), max_seq_length=self.seq,
+                     learning_rate=lr, seed=seed, output_dir=out,
+                     bert_config_file=os.path.join(model, "bert_config.json"),
+                     init_checkpoint=checkpoint if os.path.exists(checkpoint + ".index")
+                     else None)
+        flags.update(extra)
+        done = os.path.join(out, "eval_results.txt")
+        if task == "CoNLL-2003":
+            self.run("run_ner.py", dict(flags, data_dir=self.ner_data()), done)
+            return float(self.results(done)["f1"])
+        self.run("run_classifier.py", dict(flags, task_name=task,
+                                           data_dir=self.glue_data(task)), done)
+        results = self.results(done)
+        if "majority_class_accuracy" in results:
+            self.majority[task] = 100 * float(results["majority_class_accuracy"])
+        return 100 * float(results["pearson" if task == "STS-B" else "accuracy"])
+
+    def fine_tune_all(self, runs):
+        """[scores over the seeds] for each (model, task, tag, extra flags) of `runs`,
+        --jobs runs at a time (each task's data made first, once)."""
+        for task in {run[1] for run in runs}:
+            self.ner_data() if task == "CoNLL-2003" else self.glue_data(task)
+        calls = [(run, seed) for run in runs for seed in self.seeds]
+        with concurrent.futures.ThreadPoolExecutor(getattr(self.args, "jobs", 1)) as pool:
+            scores = list(pool.map(lambda c: self.fine_tune(*c[0][:3], c[1], **c[0][3]),
+                                   calls))
+        per_seed = len(self.seeds)
+        return [scores[i * per_seed:(i + 1) * per_seed] for i in range(len(runs))]
 
     # ------------------------------------------------------------------ tables
     def table5(self):
-        rows = []
         variants = [("BERT (MLM + NSP)", "mlm_nsp", {}), ("No NSP", "mlm", {}),
                     ("LTR & No NSP", "ltr", {}), ("+ BiLSTM", "ltr", {"head": "bilstm"})]
-        for label, objective, extra in variants:
-            model, pretrained = self.pretrain(f"base-{objective}", objective)
-            tag = f"t5-{objective}" + ("-bilstm" if extra else "")
-            scores = {task: self.classify(model, task, tag, **extra) for task in GLUE_TASKS}
-            rows.append((label, pretrained, scores))
+        models = [self.pretrain(f"base-{objective}", objective) for _, objective, _ in
+                  variants]
+        runs = [(model, task, f"t5-{objective}" + ("-bilstm" if extra else ""), extra)
+                for (_, objective, extra), (model, _) in zip(variants, models)
+                for task in GLUE_TASKS]
+        runs += [(self.random_init(), task, "t5-random", {}) for task in GLUE_TASKS]
+        scores = iter(self.fine_tune_all(runs))
         print("\n| Tasks | " + " | ".join(GLUE_TASKS) + " | LM perplexity | paper (Base): "
               "QNLI / MRPC / SST-2 |")
         print("|---" * (len(GLUE_TASKS) + 3) + "|")
-        floor = {task: self.classify(self.random_init(), task, "t5-random") for task in
-                 GLUE_TASKS}
-        for label, pretrained, scores in rows:
+        for (label, _, _), (_, pretrained) in zip(variants, models):
+            row = [shown(next(scores)) for _ in GLUE_TASKS]
             ppl = pretrained.get("masked_lm_perplexity") or pretrained.get("lm_perplexity")
             paper = PAPER[5][label]
-            print(f"| {label} | " + " | ".join(f"{scores[t]:.1f}" for t in GLUE_TASKS) +
+            print(f"| {label} | " + " | ".join(row) +
                   f" | {float(ppl):.1f}{' (LTR)' if 'lm_perplexity' in pretrained else ''} | "
                   f"{paper['QNLI']} / {paper['MRPC']} / {paper['SST-2']} |")
         print("| (no pre-training: random weights) | " + " | ".join(
-            f"{floor[t]:.1f}" for t in GLUE_TASKS) + " | | |")
+            shown(next(scores)) for _ in GLUE_TASKS) + " | | |")
         print("| (majority label) | " + " | ".join(f"{self.majority[t]:.1f}"
                                                    for t in GLUE_TASKS) + " | | |")
 
     def table6(self):
-        print("\n| #L | #H | #A | LM (ppl), held out | SST-2 | MRPC | QNLI |")
+        tasks = ("SST-2", "MRPC", "QNLI")
+        models = [self.pretrain(f"size-{L}-{H}-{A}" if (L, H, A) != self.base
+                                else self.base_name(), size=(L, H, A))
+                  for L, H, A in self.sizes]
+        scores = iter(self.fine_tune_all([(model, task, f"t6-{L}-{H}-{A}", {})
+                                          for (L, H, A), (model, _) in zip(self.sizes, models)
+                                          for task in tasks]))
+        print("\n| #L | #H | #A | LM (ppl), held out | " + " | ".join(tasks) + " |")
         print("|---|---|---|---|---|---|---|")
-        for L, H, A in SIZES:
-            name = f"size-{L}-{H}-{A}" if (L, H, A) != tuple(BASE.values()) \
-                else "base-mlm_nsp"
-            model, pretrained = self.pretrain(name, size=(L, H, A))
-            scores = [self.classify(model, task, f"t6-{L}-{H}-{A}") for task in
-                      ("SST-2", "MRPC", "QNLI")]
+        for (L, H, A), (_, pretrained) in zip(self.sizes, models):
             print(f"| {L} | {H} | {A} | {float(pretrained['masked_lm_perplexity']):.1f} | " +
-                  " | ".join(f"{s:.1f}" for s in scores) + " |")
+                  " | ".join(shown(next(scores)) for _ in tasks) + " |")
 
     def table7(self):
-        model, _ = self.pretrain("base-mlm_nsp")
+        model, _ = self.pretrain(self.base_name())
+        features = {"feature_based": None, "bilstm_units": self.args.bilstm_units,
+                    "learning_rate": 1e-3}
+        runs = [(model, "CoNLL-2003", "t7-fine-tuning", {})] + [
+            (model, "CoNLL-2003", f"t7-{combination}",
+             dict(features, feature_based=combination)) for combination in FEATURES]
+        scores = self.fine_tune_all(runs)
         print("\n| System | Dev F1 (CoNLL-2003 eng.testa) | paper (Base) |")
         print("|---|---|---|")
-        print(f"| Fine-tuning approach | {self.ner(model, 't7-fine-tuning'):.1f} | "
-              f"{PAPER[7]['fine-tuning']} |")
-        for combination in FEATURES:
-            f1 = self.ner(model, f"t7-{combination}", feature_based=combination,
-                          bilstm_units=self.args.bilstm_units, learning_rate=1e-3)
-            print(f"| Feature-based: {combination} | {f1:.1f} | {PAPER[7][combination]} |")
+        print(f"| Fine-tuning approach | {shown(scores[0])} | {PAPER[7]['fine-tuning']} |")
+        for combination, f1 in zip(FEATURES, scores[1:]):
+            print(f"| Feature-based: {combination} | {shown(f1)} | {PAPER[7][combination]} |")
 
     def table8(self):
+        features = {"feature_based": "concat_last_four",
+                    "bilstm_units": self.args.bilstm_units, "learning_rate": 1e-3}
+        models, runs = [], []
+        for masking in MASKINGS:
+            tag = "mask-{}-{}-{}".format(*(int(100 * p) for p in masking))
+            name = self.base_name() if masking == MASKINGS[0] else tag
+            models.append(self.pretrain(name, masking=masking))
+            runs += [(models[-1][0], "SST-2", f"t8-{tag}", {}),
+                     (models[-1][0], "CoNLL-2003", f"t8-{tag}", {}),
+                     (models[-1][0], "CoNLL-2003", f"t8-{tag}-features", features)]
+        scores = iter(self.fine_tune_all(runs))
         print("\n| [MASK] | SAME | RND | MLM ppl | SST-2 (fine-tune) | NER (fine-tune) | "
               "NER (feature-based, concat last four) | paper: MNLI / NER fine-tune / "
               "feature-based |")
         print("|---|---|---|---|---|---|---|---|")
-        for masking in MASKINGS:
-            tag = "mask-{}-{}-{}".format(*(int(100 * p) for p in masking))
-            name = "base-mlm_nsp" if masking == MASKINGS[0] else tag
-            model, pretrained = self.pretrain(name, masking=masking)
-            sst = self.classify(model, "SST-2", f"t8-{tag}")
-            ner = self.ner(model, f"t8-{tag}")
-            feature = self.ner(model, f"t8-{tag}-features", feature_based="concat_last_four",
-                               bilstm_units=self.args.bilstm_units, learning_rate=1e-3)
+        for masking, (_, pretrained) in zip(MASKINGS, models):
+            sst, ner, feature = (shown(next(scores)) for _ in range(3))
             paper = PAPER[8][masking]
             print("| " + " | ".join(f"{int(100 * p)}%" for p in masking) +
-                  f" | {float(pretrained['masked_lm_perplexity']):.1f} | {sst:.1f} | "
-                  f"{ner:.1f} | {feature:.1f} | {paper[0]} / {paper[1]} / {paper[2]} |")
+                  f" | {float(pretrained['masked_lm_perplexity']):.1f} | {sst} | "
+                  f"{ner} | {feature} | {paper[0]} / {paper[1]} / {paper[2]} |")
 
 
 def main():
@@ -327,20 +482,33 @@ def main():
     parser.add_argument("--shared_dir", required=True)
     parser.add_argument("--tables", default="5,6,7,8")
     parser.add_argument("--work_dir", default="/tmp/paper_tables")
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--dupe_factor", type=int, default=3)
-    parser.add_argument("--pretrain_steps", type=int, default=1000)
+    parser.add_argument("--recipe_dir", default=None,
+                        help="a pretrain_from_text.py --output_dir: the tables at the "
+                        "recipe's scale (its text, vocabulary, records, model and schedule; "
+                        "its run is the base model)")
+    parser.add_argument("--vocab_size", type=int, default=8000, help="small scale")
+    parser.add_argument("--dupe_factor", type=int, default=3, help="small scale")
+    parser.add_argument("--pretrain_steps", type=int, default=None,
+                        help="default: 1,000 (small scale), the recipe's steps (--recipe_dir)")
     # 1e-3 collapsed this model's representations (every token's last-layer vector the
     # same, fine-tuning stuck at the majority class); 1e-4 does not.
-    parser.add_argument("--pretrain_learning_rate", type=float, default=1e-4)
+    parser.add_argument("--pretrain_learning_rate", type=float, default=1e-4,
+                        help="small scale (the recipe's is in its recipe.json)")
+    parser.add_argument("--learning_rate", type=float, default=1e-4,
+                        help="fine-tuning peak learning rate")
+    parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="fine-tuning runs at once (2 on 2 cores: 1.6x the throughput)")
     parser.add_argument("--train_examples", type=int, default=8000)
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--bilstm_units", type=int, default=128,
                         help="Feature-based BiLSTM units per direction (the paper: 768).")
     args = parser.parse_args()
-    from machine import cpu_model
+    if not args.recipe_dir and args.pretrain_steps is None:
+        args.pretrain_steps = 1000
+    from machine import cpu_model, isa
     bench = Bench(args)
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; {vars(args)}", flush=True)
+    print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
     for table in args.tables.split(","):
         start = time.time()
         getattr(bench, f"table{table.strip()}")()

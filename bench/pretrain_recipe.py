@@ -18,11 +18,9 @@ repeated, so the script resumes.
 """
 
 import argparse
-import concurrent.futures
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -31,11 +29,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import english_corpus  # noqa: E402  (bench/, the script's own folder)
-from paper_tables import Bench  # noqa: E402
+from paper_tables import Bench, mean_se  # noqa: E402
 
-FINE_TUNING = {"max_seq_length": 128, "train_batch_size": 32, "learning_rate": 1e-4,
-               "num_train_epochs": 3, "save_checkpoints_steps": 100000, "do_train": True,
-               "do_eval": True, "do_lower_case": True}
 TASKS = ("STS-B", "CoNLL-2003", "QNLI", "SST-2")
 # The issue's goals: points over random weights, by at least two standard errors.
 GOALS = {"STS-B": 20, "CoNLL-2003": 10, "QNLI": 5}
@@ -45,8 +40,9 @@ class Recipe(Bench):
     """The paper tables' runner and task data, with the recipe's model and vocabulary."""
 
     def __init__(self, args):
+        args.recipe_dir = os.path.join(args.work_dir, "recipe")
         super().__init__(args)
-        self.recipe_dir = os.path.join(self.work, "recipe")
+        self.recipe_dir = args.recipe_dir
 
     def pretrain_recipe(self):
         corpus = english_corpus.build(self.args.shared_dir, os.path.join(self.work, "corpus"))
@@ -60,17 +56,6 @@ class Recipe(Bench):
             with open(os.path.join(self.work, "pretrain_seconds.txt"), "w") as f:
                 f.write(f"{seconds:.0f}\n")
         return corpus, export
-
-    def vocab(self):
-        return os.path.join(self.recipe_dir, "vocab.txt")
-
-    def random_init(self):
-        folder = os.path.join(self.work, "random-init")
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(self.recipe_dir, "bert_config.json")) as src, \
-                open(os.path.join(folder, "bert_config.json"), "w") as dst:
-            dst.write(src.read())
-        return folder
 
     def random_checkpoint(self):
         """The recipe's model with random weights (seed 1), heads included, as a
@@ -111,34 +96,6 @@ class Recipe(Bench):
         return (100 * float(results["masked_lm_accuracy"]),
                 float(results["masked_lm_perplexity"]))
 
-    def fine_tune(self, model, task, tag, seed):
-        checkpoint = os.path.join(model, "bert_model.ckpt")
-        init = checkpoint if os.path.exists(checkpoint + ".index") else None
-        common = dict(FINE_TUNING, vocab_file=self.vocab(), seed=seed,
-                      learning_rate=self.args.learning_rate,
-                      bert_config_file=os.path.join(model, "bert_config.json"),
-                      init_checkpoint=init)
-        lr = self.args.learning_rate
-        out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}" + (
-            f"-lr{lr:g}" if lr != FINE_TUNING["learning_rate"] else ""))
-        if task == "CoNLL-2003":
-            self.run("run_ner.py", dict(common, data_dir=self.ner_data(), output_dir=out),
-                     os.path.join(out, "eval_results.txt"))
-            return float(self.results(os.path.join(out, "eval_results.txt"))["f1"])
-        data = self.glue_data(task) if task != "STS-B" else os.path.join(
-            self.args.shared_dir, "glue", "STS-B")
-        self.run("run_classifier.py", dict(common, task_name=task, data_dir=data,
-                                           output_dir=out),
-                 os.path.join(out, "eval_results.txt"))
-        results = self.results(os.path.join(out, "eval_results.txt"))
-        return 100 * float(results["pearson" if task == "STS-B" else "accuracy"])
-
-
-def mean_se(values):
-    mean = statistics.mean(values)
-    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return mean, se
-
 
 def main():
     parser = argparse.ArgumentParser()
@@ -150,7 +107,7 @@ def main():
                         help="pretrain_from_text.py --objective (default: the recipe's)")
     parser.add_argument("--train_examples", type=int, default=8000, help="SST-2 rows")
     parser.add_argument("--ner_sentences", type=int, default=4000)
-    parser.add_argument("--learning_rate", type=float, default=FINE_TUNING["learning_rate"],
+    parser.add_argument("--learning_rate", type=float, default=1e-4,
                         help="fine-tuning peak learning rate")
     parser.add_argument("--tasks", default=",".join(TASKS),
                         help="comma-separated, of " + ", ".join(TASKS))
@@ -173,19 +130,14 @@ def main():
     if "random weights" in models:
         mlm["random weights"] = bench.heldout_mlm(bench.random_checkpoint(), "random")
     tasks = [task for task in TASKS if task in args.tasks.split(",")]
-    runs = [(name, model, tag, task, seed) for task in tasks
+    runs = [(name, model, tag, task) for task in tasks
             for name, model, tag in (("pre-trained", export, "pretrained"),
                                      ("random weights", random_weights, "random"))
-            if name in models for seed in range(1, args.seeds + 1)]
-    bench.ner_data()  # each task's data once, before runs share it
-    for task in tasks:
-        if task not in ("CoNLL-2003", "STS-B"):
-            bench.glue_data(task)
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        done = list(pool.map(lambda r: bench.fine_tune(r[1], r[3], r[2], r[4]), runs))
+            if name in models]
+    done = bench.fine_tune_all([(model, task, tag, {}) for _, model, tag, task in runs])
     scores = {name: {task: [] for task in tasks} for name, *_ in runs}
-    for (name, _, _, task, _), score in zip(runs, done):
-        scores[name][task].append(score)
+    for (name, _, _, task), score in zip(runs, done):
+        scores[name][task] = score
     with open(os.path.join(bench.recipe_dir, "recipe.json"), encoding="utf-8") as f:
         plan = json.load(f)
     pretrain_seconds = open(os.path.join(args.work_dir, "pretrain_seconds.txt")).read().strip() \
