@@ -63,7 +63,9 @@ MASKINGS = [(0.8, 0.1, 0.1), (1.0, 0.0, 0.0), (0.8, 0.0, 0.2), (0.8, 0.2, 0.0),
 FEATURES = ["embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
             "sum_all"]
 GLUE_TASKS = ["SST-2", "MRPC", "QNLI"]
-# Fine-tuning, every table and task (the learning rate: --learning_rate).
+# Fine-tuning, every table and task; the peak learning rate is --learning_rate (a run
+# at another rate than LEARNING_RATE is kept in a folder of its own).
+LEARNING_RATE = 1e-4
 FINE_TUNING = {"train_batch_size": 32, "num_train_epochs": 3, "do_lower_case": True,
                "do_train": True, "do_eval": True, "save_checkpoints_steps": 100000}
 # The paper's figures, for orientation (BERT-Base, dev sets).
@@ -103,14 +105,14 @@ class Bench:
         os.makedirs(self.work, exist_ok=True)
         self.log = open(os.path.join(self.work, "commands.log"), "a", encoding="utf-8")
         self.majority = {}  # task -> dev accuracy of always answering the majority label
-        self.seeds = range(1, getattr(args, "seeds", 1) + 1)
+        self.seeds = range(1, args.seeds + 1)
 
     # ------------------------------------------------------------------ scale
     @functools.cached_property
     def recipe(self):
         """The recipe's recipe.json (its "recipe" and "plan"), or None at the small scale;
         read when first needed (the recipe's run may be made by this process)."""
-        if not getattr(self.args, "recipe_dir", None):
+        if not self.args.recipe_dir:
             return None
         path = os.path.join(self.args.recipe_dir, "recipe.json")
         if not os.path.exists(path):
@@ -369,7 +371,7 @@ class Bench:
         checkpoint = os.path.join(model, "bert_model.ckpt")
         lr = self.args.learning_rate
         out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}" + (
-            f"-lr{lr:g}" if lr != 1e-4 and "learning_rate" not in extra else ""))
+            f"-lr{lr:g}" if lr != LEARNING_RATE and "learning_rate" not in extra else ""))
         flags = dict(FINE_TUNING, vocab_file=self.vocab(), max_seq_length=self.seq,
                      learning_rate=lr, seed=seed, output_dir=out,
                      bert_config_file=os.path.join(model, "bert_config.json"),
@@ -387,13 +389,22 @@ class Bench:
             self.majority[task] = 100 * float(results["majority_class_accuracy"])
         return 100 * float(results["pearson" if task == "STS-B" else "accuracy"])
 
+    def feature_based(self, combination):
+        """run_ner.py's flags for a frozen encoder's `combination` of layers under a
+        BiLSTM (Tables 7 and 8)."""
+        return {"feature_based": combination, "bilstm_units": self.args.bilstm_units,
+                "learning_rate": 1e-3}
+
     def fine_tune_all(self, runs):
         """[scores over the seeds] for each (model, task, tag, extra flags) of `runs`,
         --jobs runs at a time (each task's data made first, once)."""
         for task in {run[1] for run in runs}:
-            self.ner_data() if task == "CoNLL-2003" else self.glue_data(task)
+            if task == "CoNLL-2003":
+                self.ner_data()
+            else:
+                self.glue_data(task)
         calls = [(run, seed) for run in runs for seed in self.seeds]
-        with concurrent.futures.ThreadPoolExecutor(getattr(self.args, "jobs", 1)) as pool:
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
             scores = list(pool.map(lambda c: self.fine_tune(*c[0][:3], c[1], **c[0][3]),
                                    calls))
         per_seed = len(self.seeds)
@@ -441,11 +452,9 @@ class Bench:
 
     def table7(self):
         model, _ = self.pretrain(self.base_name())
-        features = {"feature_based": None, "bilstm_units": self.args.bilstm_units,
-                    "learning_rate": 1e-3}
         runs = [(model, "CoNLL-2003", "t7-fine-tuning", {})] + [
-            (model, "CoNLL-2003", f"t7-{combination}",
-             dict(features, feature_based=combination)) for combination in FEATURES]
+            (model, "CoNLL-2003", f"t7-{combination}", self.feature_based(combination))
+            for combination in FEATURES]
         scores = self.fine_tune_all(runs)
         print("\n| System | Dev F1 (CoNLL-2003 eng.testa) | paper (Base) |")
         print("|---|---|---|")
@@ -454,8 +463,7 @@ class Bench:
             print(f"| Feature-based: {combination} | {shown(f1)} | {PAPER[7][combination]} |")
 
     def table8(self):
-        features = {"feature_based": "concat_last_four",
-                    "bilstm_units": self.args.bilstm_units, "learning_rate": 1e-3}
+        features = self.feature_based("concat_last_four")
         models, runs = [], []
         for masking in MASKINGS:
             tag = "mask-{}-{}-{}".format(*(int(100 * p) for p in masking))
@@ -494,7 +502,7 @@ def main():
     # same, fine-tuning stuck at the majority class); 1e-4 does not.
     parser.add_argument("--pretrain_learning_rate", type=float, default=1e-4,
                         help="small scale (the recipe's is in its recipe.json)")
-    parser.add_argument("--learning_rate", type=float, default=1e-4,
+    parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,
                         help="fine-tuning peak learning rate")
     parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
     parser.add_argument("--jobs", type=int, default=1,

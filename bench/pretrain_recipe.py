@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import english_corpus  # noqa: E402  (bench/, the script's own folder)
-from paper_tables import Bench, mean_se  # noqa: E402
+from paper_tables import LEARNING_RATE, Bench, mean_se  # noqa: E402
 
 TASKS = ("STS-B", "CoNLL-2003", "QNLI", "SST-2")
 # The goals: points over random weights, by at least two standard errors.
@@ -42,14 +42,13 @@ class Recipe(Bench):
     def __init__(self, args):
         args.recipe_dir = os.path.join(args.work_dir, "recipe")
         super().__init__(args)
-        self.recipe_dir = args.recipe_dir
 
     def pretrain_recipe(self):
         corpus = english_corpus.build(self.args.shared_dir, os.path.join(self.work, "corpus"))
         files = [path for paths in corpus.values() for path in paths]
-        export = os.path.join(self.recipe_dir, "pretraining", "export")
+        export = os.path.join(self.args.recipe_dir, "pretraining", "export")
         seconds = self.run("pretrain_from_text.py", {
-            "input_text": ",".join(files), "output_dir": self.recipe_dir,
+            "input_text": ",".join(files), "output_dir": self.args.recipe_dir,
             "budget_minutes": self.args.budget_minutes, "objective": self.args.objective},
             os.path.join(export, "bert_model.ckpt.index"))
         if seconds:
@@ -68,7 +67,7 @@ class Recipe(Bench):
             import modeling
             keras.utils.set_random_seed(1)
             config = modeling.BertConfig.from_json_file(
-                os.path.join(self.recipe_dir, "bert_config.json"))
+                os.path.join(self.args.recipe_dir, "bert_config.json"))
             model = modeling.BertPretrainer(config, next_sentence=False)
             os.makedirs(folder, exist_ok=True)
             modeling.save_google_checkpoint(model, prefix)
@@ -107,7 +106,7 @@ def main():
                         help="pretrain_from_text.py --objective (default: the recipe's)")
     parser.add_argument("--train_examples", type=int, default=8000, help="SST-2 rows")
     parser.add_argument("--ner_sentences", type=int, default=4000)
-    parser.add_argument("--learning_rate", type=float, default=1e-4,
+    parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,
                         help="fine-tuning peak learning rate")
     parser.add_argument("--tasks", default=",".join(TASKS),
                         help="comma-separated, of " + ", ".join(TASKS))
@@ -138,7 +137,7 @@ def main():
     scores = {name: {task: [] for task in tasks} for name, *_ in runs}
     for (name, _, _, task), score in zip(runs, done):
         scores[name][task] = score
-    with open(os.path.join(bench.recipe_dir, "recipe.json"), encoding="utf-8") as f:
+    with open(os.path.join(args.recipe_dir, "recipe.json"), encoding="utf-8") as f:
         plan = json.load(f)
     pretrain_seconds = open(os.path.join(args.work_dir, "pretrain_seconds.txt")).read().strip() \
         if os.path.exists(os.path.join(args.work_dir, "pretrain_seconds.txt")) else "?"
