@@ -56,11 +56,9 @@ _RECORDED_BEFORE = {
     "gradient_accumulation_steps", "optimizer", "learning_rate", "num_train_steps",
     "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
     "clip_norm", "dtype", "seed",
-    # ... and those added since: multiple choice's file layout, the pre-training objective
-    # and the step its next-sentence loss starts at, the output head (the paper's + BiLSTM
-    # and feature-based ablations).
-    "data_format", "objective", "next_sentence_start_step", "head", "bilstm_layers",
-    "bilstm_units", "feature_based"}
+    # ... and those added since: multiple choice's file layout, the pre-training objective,
+    # the output head (the paper's + BiLSTM and feature-based ablations).
+    "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -37,23 +37,13 @@ class PretrainingConfig(TaskConfig):
         help="mlm_nsp: masked LM + next sentence (the original); mlm: masked LM only (the "
         "paper's No NSP); ltr: left-to-right LM, causal attention, no [MASK] in the input "
         "(the original tokens are put back from the same records), no NSP.")
-    next_sentence_start_step: int = setting(
-        0, recorded=True,
-        help="mlm_nsp: the step from which the next-sentence loss counts; before it the "
-        "masked LM trains alone (the next-sentence head is there, untrained). 0: from the "
-        "start, as the original.")
 
     def __post_init__(self):
         super().__post_init__()
         check(self, {"objective": (lambda o: o in OBJECTIVES, f"one of {list(OBJECTIVES)}"),
                      "max_predictions_per_seq": WHOLE_POSITIVE,
                      "num_train_steps": WHOLE_POSITIVE, "num_warmup_steps": NON_NEGATIVE,
-                     "max_eval_steps": WHOLE_POSITIVE,
-                     "next_sentence_start_step": NON_NEGATIVE})
-        if self.next_sentence_start_step and self.objective != "mlm_nsp":
-            raise ValueError(f"--next_sentence_start_step={self.next_sentence_start_step}: "
-                             f"only with --objective=mlm_nsp (this run's is "
-                             f"{self.objective}).")
+                     "max_eval_steps": WHOLE_POSITIVE})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

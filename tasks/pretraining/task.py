@@ -13,9 +13,6 @@ Loss (original_release.md §2.3):
                      masked_lm_weights (padding slots 0)
     next_sentence_loss = mean cross-entropy over the global batch
     loss = masked_lm_loss + next_sentence_loss
-`--next_sentence_start_step=S` (mlm_nsp) counts the next-sentence loss from step S
-only (each training batch carries its weight, 0 or 1, from its step): before it the loss
-is the masked LM's, and the head, there from the start, gets no gradient.
 `--objective=mlm` drops the next-sentence head and loss. `--objective=ltr` (as OpenAI GPT)
 puts the original tokens back at the masked positions of the same records (their
 `masked_lm_ids`), attends causally (`BertConfig.causal_attention`, kept in the exported
@@ -91,21 +88,6 @@ def _next_sentence_xent(outputs, batch):
         logits, labels
 
 
-NEXT_SENTENCE_WEIGHT = "next_sentence_weight"  # a training batch's feature, per sequence
-
-
-def _with_next_sentence_weight(dataset, skip_batches, start_step, local_replicas):
-    """Each training batch with `next_sentence_weight` [batch]: 1 from training step
-    `start_step` on, else 0. The stream feeds each local replica one batch a step and
-    starts after `skip_batches` (a resumed run), so batch i is for step i // replicas."""
-    def add(index, batch):
-        step = index // local_replicas
-        size = tf.shape(batch["input_ids"])[0]
-        return dict(batch, **{NEXT_SENTENCE_WEIGHT: tf.fill(
-            [size], tf.cast(step >= start_step, tf.float32))})
-    return dataset.enumerate(start=skip_batches).map(add)
-
-
 class PretrainingTask(Task):
     """Masked LM + next sentence prediction for `modeling.BertPretrainer`."""
 
@@ -157,22 +139,11 @@ class PretrainingTask(Task):
     def train_input(self, global_batch_size, seed):
         c = self.config
 
-        start = c.next_sentence_start_step  # the config allows it with mlm_nsp only
-
         def dataset_fn(context, skip_batches):
-            dataset = pretraining_dataset(
+            return pretraining_dataset(
                 self.train_files, context.get_per_replica_batch_size(global_batch_size),
                 c.max_seq_length, c.max_predictions_per_seq, is_training=True, seed=seed,
                 input_context=context, skip_batches=skip_batches)
-            if start:
-                dataset = _with_next_sentence_weight(
-                    dataset, skip_batches, start,
-                    context.num_replicas_in_sync // context.num_input_pipelines)
-            return dataset
-
-        if start:
-            logging.info("The next-sentence loss counts from step %d; the masked LM trains "
-                         "alone before it.", start)
 
         return TrainInput(dataset_fn, c.num_train_steps, c.num_warmup_steps)
 
@@ -242,10 +213,7 @@ class PretrainingTask(Task):
             return lm_loss, stats
         nsp_xent, _, _ = _next_sentence_xent(outputs, batch)
         nsp_loss = tf.reduce_sum(nsp_xent) / normalizers["sequences"]
-        stats["next_sentence_loss"] = nsp_loss  # the head's, counted in the loss or not
-        if NEXT_SENTENCE_WEIGHT in batch:  # --next_sentence_start_step
-            nsp_loss = tf.reduce_sum(nsp_xent * batch[NEXT_SENTENCE_WEIGHT]) / \
-                normalizers["sequences"]
+        stats["next_sentence_loss"] = nsp_loss
         return lm_loss + nsp_loss, stats
 
     def eval_sums(self, model, batch):
