@@ -144,6 +144,12 @@ class Bench:
         return self.recipe["plan"]["objective"] if self.recipe else "mlm_nsp"
 
     @property
+    def dtype(self):
+        """The recipe run's compute precision, which every row pre-trains in (None: the
+        default, float32)."""
+        return self.recipe["plan"].get("dtype") if self.recipe else None
+
+    @property
     def sizes(self):
         return RECIPE_SIZES if self.recipe else SIZES
 
@@ -263,7 +269,7 @@ class Bench:
             "input_file": records["train"], "eval_input_file": records["eval"],
             "bert_config_file": config, "output_dir": out, "objective": objective,
             "max_seq_length": self.seq, "max_predictions_per_seq": self.predictions,
-            "do_train": True, "do_eval": True}, **self.schedule()),
+            "do_train": True, "do_eval": True, "dtype": self.dtype}, **self.schedule()),
             os.path.join(out, "eval_results.txt"))
         if seconds:
             print(f"  pre-trained {name} in {seconds:.0f} s", flush=True)

@@ -49,7 +49,8 @@ class Recipe(Bench):
         export = os.path.join(self.args.recipe_dir, "pretraining", "export")
         seconds = self.run("pretrain_from_text.py", {
             "input_text": ",".join(files), "output_dir": self.args.recipe_dir,
-            "budget_minutes": self.args.budget_minutes, "objective": self.args.objective},
+            "budget_minutes": self.args.budget_minutes, "objective": self.args.objective,
+            "dtype": self.args.dtype},
             os.path.join(export, "bert_model.ckpt.index"))
         if seconds:
             with open(os.path.join(self.work, "pretrain_seconds.txt"), "w") as f:
@@ -104,6 +105,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--objective", default=None, choices=("mlm", "mlm_nsp"),
                         help="pretrain_from_text.py --objective (default: the recipe's)")
+    parser.add_argument("--dtype", default=None, choices=("float32", "bfloat16"),
+                        help="pretrain_from_text.py --dtype (default: float32)")
     parser.add_argument("--train_examples", type=int, default=8000, help="SST-2 rows")
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,

@@ -45,6 +45,14 @@ def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     assert plan.objective == from_text.RECIPE["objective"]
     nsp = from_text.choose_plan(str(tmp_path / "c"), 60, 10_000_000, 0.4, "mlm_nsp")
     assert from_text.kept_plan(str(tmp_path / "c")).objective == nsp.objective == "mlm_nsp"
+    assert plan.dtype == "float32"  # the original's precision unless asked
+    bf16 = from_text.choose_plan(str(tmp_path / "d"), 60, 10_000_000, 0.3, "mlm", "bfloat16")
+    assert from_text.kept_plan(str(tmp_path / "d")) == bf16 and bf16.dtype == "bfloat16"
+    # A recipe.json written before the precision was kept: float32, as it trained.
+    recipe = json.loads((tmp_path / "recipe.json").read_text())
+    del recipe["plan"]["dtype"]
+    (tmp_path / "recipe.json").write_text(json.dumps(recipe))
+    assert from_text.kept_plan(str(tmp_path)).dtype == "float32"
 
 
 def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
@@ -64,7 +72,7 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     out = tmp_path / "bert"
     command = [os.path.join(ROOT, "pretrain_from_text.py"),
                f"--input_text={corpus}", f"--output_dir={out}", "--budget_minutes=0.05",
-               "--objective=mlm_nsp"]
+               "--objective=mlm_nsp", "--dtype=bfloat16"]
     first = warm_processes.run(command, cwd=str(tmp_path),
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -75,6 +83,11 @@ def test_text_to_checkpoint_and_resume(tmp_path):
         assert (out / name).exists(), name
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["plan"]["num_train_steps"] >= 10
+    # The steps were timed, and the run trained, in the precision asked for.
+    assert recipe["plan"]["dtype"] == "bfloat16"
+    flags_of_run = json.loads((out / "pretraining" / "training_flags.json").read_text())
+    assert flags_of_run["dtype"] == "bfloat16"
+    assert "(mlm_nsp, bfloat16)" in first.stderr
     assert "Held-out masked-LM accuracy" in first.stderr
     assert "Held-out next-sentence accuracy" in first.stderr  # beside its floor:
     assert "always answering the more frequent label" in first.stderr
@@ -89,10 +102,11 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "training already finished" in (out / "log.txt").read_text()
     assert json.loads((out / "recipe.json").read_text()) == recipe
-    # Resumed with the other objective: refused, naming the file and the fix.
-    other = "mlm" if recipe["plan"]["objective"] == "mlm_nsp" else "mlm_nsp"
-    refused = warm_processes.run(command + [f"--objective={other}"], cwd=str(tmp_path),
-                                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
-    assert refused.returncode == 1
-    assert "recipe.json" in refused.stderr and "another --output_dir" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    # Resumed with the other objective or precision: refused, naming the file and the fix.
+    for changed in ("--objective=mlm", "--dtype=float32"):
+        refused = warm_processes.run(command[:-2] + [changed], cwd=str(tmp_path),
+                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+                                     timeout=900)
+        assert refused.returncode == 1, changed
+        assert "recipe.json" in refused.stderr and "another --output_dir" in refused.stderr
+        assert changed.split("=")[0] in refused.stderr and "Traceback" not in refused.stderr

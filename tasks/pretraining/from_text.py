@@ -65,6 +65,7 @@ class Plan:
     dupe_factor: int
     seconds_per_step: float
     objective: str = "mlm"  # --objective of run_pretraining.py
+    dtype: str = "float32"  # --dtype: the compute precision the steps were timed in
 
 
 def read_documents(files):
@@ -172,7 +173,7 @@ def kept_plan(output_dir):
 
 
 def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
-                objective=RECIPE["objective"]):
+                objective=RECIPE["objective"], dtype="float32"):
     """The steps the budget buys at the measured speed, the warm-up, and how many times
     the corpus is masked (duplicates, as `--dupe_factor`) so that training sees each
     instance about once; written to recipe.json, so that a resumed run keeps its
@@ -184,7 +185,7 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
     chosen = Plan(num_train_steps=steps,
                   num_warmup_steps=int(RECIPE["warmup_share"] * steps),
                   dupe_factor=dupe, seconds_per_step=seconds_per_step,
-                  objective=objective)
+                  objective=objective, dtype=dtype)
     file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
         {"recipe": dict(RECIPE, objective=objective), "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
