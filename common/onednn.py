@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from common import cpu
+
 ENV = "TF_ENABLE_ONEDNN_OPTS"
 CACHE_ENV = "BERT_TF2_ONEDNN_CACHE"
 # oneDNN is turned on when TensorFlow's default takes at least this much longer.
@@ -84,24 +86,6 @@ print(best * 1000)
 """
 
 
-def _cpu_identity():
-    """The CPU's model name and feature flags (Linux), else the platform's processor."""
-    model, flags = platform.processor() or platform.machine(), ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "model name" and model == (platform.processor() or
-                                                     platform.machine()):
-                    model = value.strip()
-                elif key == "flags" and not flags:
-                    flags = value.strip()
-    except OSError:
-        pass
-    return model, flags
-
-
 def _tensorflow_version():
     try:
         from importlib import metadata
@@ -112,7 +96,7 @@ def _tensorflow_version():
 
 def fingerprint():
     """What the decision depends on: CPU model, its flags, core count, TensorFlow."""
-    model, flags = _cpu_identity()
+    model, flags = cpu.identity()
     digest = hashlib.sha256(flags.encode()).hexdigest()[:16]
     return f"{model} | flags {digest} | {os.cpu_count()} cores | tensorflow " \
            f"{_tensorflow_version()}"

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from common import cpu
 from tasks.pretraining import from_text
 from tests import warm_processes
 
@@ -89,6 +90,8 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     flags_of_run = json.loads((out / "pretraining" / "training_flags.json").read_text())
     assert flags_of_run["dtype"] == "float32"
     assert "(mlm_nsp, float32)" in first.stderr
+    # Where the CPU has native bfloat16 products, the command says --dtype=bfloat16 is faster.
+    assert ("--dtype=bfloat16" in first.stderr) == bool(cpu.native_bfloat16())
     assert "Held-out masked-LM accuracy" in first.stderr
     assert "Held-out next-sentence accuracy" in first.stderr  # beside its floor:
     assert "always answering the more frequent label" in first.stderr
