@@ -3,26 +3,22 @@ vector ISA, the core count and TensorFlow's oneDNN state (TensorFlow's defaults 
 by CPU: oneDNN is off on AMD unless turned on)."""
 
 import os
-import platform
+import sys
+
+# The repository root, for `common` (a bench script may put only bench/ on the path).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import cpu  # noqa: E402
 
 
 def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return cpu.identity()[0] or "unknown CPU"
 
 
 def isa():
     """The widest vector extensions the CPU has (AVX-512 subsets, AMX, AVX2, FMA)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split(":")[1].split()
-    except (OSError, StopIteration):
+    flags = cpu.identity()[1].split()
+    if not flags:
         return "unknown ISA"
     wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "avx_vnni", "avx2", "fma")
     have = [f for f in wanted if f in flags]
