@@ -85,7 +85,7 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["plan"]["num_train_steps"] >= 10
     # The steps were timed, and the run trained, in the precision of the plan (float32
-    # here: bfloat16 is emulated, and slow, on CPUs without AVX512_BF16 or AMX).
+    # here: CPUs without AVX512_BF16 or AMX have no bfloat16 instructions to run it on).
     assert recipe["plan"]["dtype"] == "float32"
     flags_of_run = json.loads((out / "pretraining" / "training_flags.json").read_text())
     assert flags_of_run["dtype"] == "float32"
