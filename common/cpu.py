@@ -8,7 +8,7 @@ off, float32 or bfloat16); imports no TensorFlow.
 import platform
 
 # Feature flags (Linux /proc/cpuinfo names) of native bfloat16 matrix products; without
-# them TensorFlow emulates bfloat16, slower than float32.
+# them the CPU has no bfloat16 instructions for TensorFlow to run bfloat16 products on.
 BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 

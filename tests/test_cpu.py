@@ -15,7 +15,7 @@ def test_native_bfloat16_from_flags():
     assert cpu.native_bfloat16(ZEN4) == "avx512_bf16"
     assert cpu.native_bfloat16(SAPPHIRE_RAPIDS) == "amx_bf16"
     assert cpu.native_bfloat16(ZEN3) is None
-    assert cpu.native_bfloat16(SKYLAKE) is None  # AVX-512 alone: emulated
+    assert cpu.native_bfloat16(SKYLAKE) is None  # AVX-512 alone: no bfloat16 instructions
     assert cpu.native_bfloat16("") is None
 
 
