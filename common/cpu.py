@@ -12,13 +12,13 @@ import platform
 BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def identity():
-    """(model name, feature flags) of the CPU on Linux; elsewhere the platform's processor
-    name and no flags."""
+def identity(cpuinfo="/proc/cpuinfo"):
+    """(model name, feature flags) of the first processor listed in `cpuinfo` (Linux);
+    without that file, the platform's processor name and no flags."""
     fallback = platform.processor() or platform.machine()
     model, flags = fallback, ""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
                 key, _, value = line.partition(":")
                 key = key.strip()

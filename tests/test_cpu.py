@@ -19,7 +19,31 @@ def test_native_bfloat16_from_flags():
     assert cpu.native_bfloat16("") is None
 
 
+# The head of a two-processor /proc/cpuinfo as Linux prints it (tabs before the colons).
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 9454 48-Core Processor
+flags\t\t: {zen4}
+bugs\t\t: sysret_ss_attrs
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+model name\t: Another Name
+flags\t\t: {zen3}
+""".format(zen4=ZEN4, zen3=ZEN3)
+
+
+def test_identity_reads_the_first_processor(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(CPUINFO)
+    assert cpu.identity(str(path)) == ("AMD EPYC 9454 48-Core Processor", ZEN4)
+
+
+def test_identity_without_cpuinfo_names_the_platform(tmp_path):
+    model, flags = cpu.identity(str(tmp_path / "missing"))
+    assert model and flags == ""  # a name on every platform, no flags to read
+
+
 def test_identity_of_this_machine():
-    model, flags = cpu.identity()
+    model, _ = cpu.identity()
     assert model  # a name on every platform
-    assert cpu.native_bfloat16() == cpu.native_bfloat16(flags)
