@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -136,7 +137,7 @@ def main():
                     f"{_size_mb(export_dir):.1f}"))
     for name in ("model.tflite", "model_int8.tflite"):
         path = os.path.join(export_dir, name)
-        runner_ = tf.lite.Interpreter(model_path=path).get_signature_runner("serving_ids")
+        runner_ = Interpreter(model_path=path).get_signature_runner("serving_ids")
         lite = np.concatenate([runner_(**{k: v[i:i + 1] for k, v in inputs.items()})
                                ["probabilities"] for i in range(len(texts))])
         agree = float((lite.argmax(1) == probabilities.argmax(1)).mean())

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
 from text import packing
 from text.tokenization import FullTokenizer
@@ -132,7 +133,7 @@ def test_tflite_answers_as_the_saved_model(checkpoints):
                                      ("encoder", "serving_default",
                                       ["pooled_output", "sequence_output"])):
         saved = tf.saved_model.load(str(folder / name)).signatures[signature]
-        interpreter = tf.lite.Interpreter(model_path=str(folder / name / "model.tflite"))
+        interpreter = Interpreter(model_path=str(folder / name / "model.tflite"))
         runner = interpreter.get_signature_runner(signature)
         names = ["input_ids", "input_mask", "segment_ids"] if name == "classifier" else \
             ["input_word_ids", "input_mask", "input_type_ids"]
@@ -147,7 +148,7 @@ def test_tflite_answers_as_the_saved_model(checkpoints):
     # The int8 variant answers nearly alike (its size is measured on real weights in
     # bench/RESULTS.md: the converter leaves tensors under 1,024 values, all of this tiny
     # model's, in float).
-    runner = tf.lite.Interpreter(model_path=str(folder / "classifier" / "model_int8.tflite")
+    runner = Interpreter(model_path=str(folder / "classifier" / "model_int8.tflite")
                                  ).get_signature_runner("serving_ids")
     inputs = _packed(folder, TEXTS)
     got = runner(input_ids=inputs["input_ids"], input_mask=inputs["input_mask"],
@@ -198,7 +199,7 @@ def test_tflite_of_the_squad_and_tagging_exports(checkpoints, tmp_path):
                             *extra, tflite=True)
         want = tf.saved_model.load(export_dir).signatures["serving_ids"](
             **{k: tf.constant(v) for k, v in inputs.items()})
-        got = tf.lite.Interpreter(model_path=os.path.join(export_dir, "model.tflite")
+        got = Interpreter(model_path=os.path.join(export_dir, "model.tflite")
                                   ).get_signature_runner("serving_ids")(**inputs)
         # At the real positions: the SavedModel's tagging graph skips the padding (its
         # padded positions' outputs are the head on zeros), TF Lite's computes it.
@@ -231,7 +232,7 @@ def test_encoder_and_tflite_from_a_safetensors_file(checkpoints, tmp_path):
     hub_inputs = dict(zip(("input_word_ids", "input_mask", "input_type_ids"),
                           (inputs[name] for name in INPUT_NAMES)))
     got = tf.saved_model.load(str(export_dir))(hub_inputs, training=False)
-    lite = tf.lite.Interpreter(model_path=str(export_dir / "model.tflite")).get_signature_runner(
+    lite = Interpreter(model_path=str(export_dir / "model.tflite")).get_signature_runner(
         "serving_default")(**hub_inputs)
     mask = inputs["input_mask"][..., None]
     for outputs in (got, lite):

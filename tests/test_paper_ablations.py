@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
 import modeling
 import modeling.huggingface
@@ -312,7 +313,7 @@ def test_bilstm_classifier_exports_as_a_saved_model(tmp_path, tiny_config_dict, 
     import serving
     predict = serving.load(str(tmp_path / "m"))
     if (tmp_path / "m" / "model.tflite").exists():
-        lite = tf.lite.Interpreter(model_path=str(tmp_path / "m" / "model.tflite"))
+        lite = Interpreter(model_path=str(tmp_path / "m" / "model.tflite"))
         got = lite.get_signature_runner("serving_ids")(**tiny_inputs)["probabilities"]
         np.testing.assert_allclose(got, expected, atol=1e-5)
     else:  # and no empty file left behind by the failed conversion

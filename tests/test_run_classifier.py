@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
 from tasks.classification import metrics as m
 from tests import warm_processes
@@ -163,7 +164,7 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
     # ... and its TF Lite file, and a Hugging Face model from the same checkpoint.
     import tensorflow as tf
-    lite = tf.lite.Interpreter(model_path=str(again / "model.tflite")).get_signature_runner(
+    lite = Interpreter(model_path=str(again / "model.tflite")).get_signature_runner(
         "serving_ids")(**{k: v.astype(np.int32) for k, v in features.items()
                           if k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(lite["probabilities"], probabilities, atol=1e-4)
