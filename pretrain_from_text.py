@@ -25,12 +25,11 @@ from typing import Optional
 from absl import flags, logging
 
 import cli
-from cli.flags import define_settings
+from cli.flags import config_from_flags, define_settings
 from common import cpu
 from common.settings import setting
 from common.shared_settings import Casing
-from training.config import DTYPES
-
+from training.config import DTYPES, POSITIVE, check
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,6 +51,12 @@ class FromTextSettings(Casing):
         "with.")
     seed: int = setting(12345, help="Seed for the held-out split, masking and weights.")
 
+    def __post_init__(self):
+        check(self, {"budget_minutes": POSITIVE})
+        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
+            raise ValueError(f"--output_dir={self.output_dir} is a file: give a folder "
+                             "(a new one, or the one of a run to resume).")
+
 
 define_settings(FromTextSettings)
 FLAGS = flags.FLAGS
@@ -67,6 +72,7 @@ def main(_):
     from training import runner
     from training.config import RuntimeConfig
 
+    config_from_flags(FromTextSettings, FLAGS)  # checks the values before any work
     files = corpus.expand_input_patterns(FLAGS.input_text)
     out = FLAGS.output_dir
     os.makedirs(out, exist_ok=True)

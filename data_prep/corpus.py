@@ -33,17 +33,18 @@ class CorpusStats:
         counts[1] += lines
 
 
-def check_text(invalid_by_file, max_share):
+def check_text(invalid_by_file, max_share, flag="--max_invalid_utf8_share"):
     """Raises `CorpusError` naming the first input file whose share of lines holding
     bytes that are not UTF-8 exceeds `max_share` (a binary file, or text in another
-    encoding, whose bytes the original silently drops)."""
+    encoding, whose bytes the original silently drops). `flag`: the command's flag that
+    sets `max_share`, named in the error (None: the command has none)."""
     for path, (invalid, lines) in sorted(invalid_by_file.items()):
         if lines and invalid / lines > max_share:
             raise CorpusError(
                 f"{path}: {invalid:,} of its {lines:,} lines ({invalid / lines:.0%}) hold bytes "
                 f"that are not UTF-8; is it a text file in UTF-8? Convert it (e.g. iconv -f "
-                f"latin1 -t utf-8), leave it out, or raise --max_invalid_utf8_share "
-                f"(now {max_share}).")
+                f"latin1 -t utf-8)" + (f", leave it out, or raise {flag} (now {max_share})."
+                                       if flag else " or leave it out."))
 
 
 def expand_input_patterns(spec):

@@ -128,6 +128,11 @@ def classifier(w, out, **flags):
     return ["run_classifier.py"] + _flags(**dict(base, **flags))
 
 
+def from_text(w, out, **flags):
+    base = dict(input_text=w / "corpus.txt", output_dir=out, budget_minutes=0.05)
+    return ["pretrain_from_text.py"] + _flags(**dict(base, **flags))
+
+
 def ner(w, out, **flags):
     base = dict(data_dir=w / "ner", vocab_file=w / "vocab.txt",
                 bert_config_file=w / "bert_config.json", output_dir=out, max_seq_length=16,
@@ -252,6 +257,16 @@ ERROR_CASES = [
      ["none*.txt", "no input file matches"], ["a.tfrecord"]),
     ("corpus_empty", lambda w, o: records(w, o, input_file=_broken(w, "empty.txt", "")),
      ["empty.txt", "no text in the input files"], ["a.tfrecord", "b.tfrecord"]),
+    ("from_text_not_utf8", lambda w, o: from_text(w, o, input_text=_broken(
+        w, "latin1_corpus.txt", data=("\n\n".join(["caf\xe9 cr\xe8me br\xfbl\xe9e ."] * 8)
+                                      ).encode("latin-1"))),
+     ["latin1_corpus.txt", "not UTF-8", "iconv"], ["vocab.txt", "text/train.txt"]),
+    ("from_text_one_document", lambda w, o: from_text(w, o),
+     ["1 document: too few to hold 2 out", "blank lines"], ["vocab.txt", "text/train.txt"]),
+    ("from_text_budget_negative", lambda w, o: from_text(w, o, budget_minutes=-1),
+     ["--budget_minutes=-1.0: must be a positive number"], ["text"]),
+    ("from_text_output_dir_is_a_file", lambda w, o: from_text(w, w / "vocab.txt"),
+     ["--output_dir=", "vocab.txt is a file"], []),
     ("vocab_output_is_input", lambda w, o: [
         "-m", "data_prep.build_vocab", f"--input_file={_copy(w, 'corpus.txt', o)}",
         f"--output_file={o}/corpus.txt", "--vocab_size=50"],

@@ -34,6 +34,20 @@ def test_held_out_documents_are_every_kth_and_never_trained_on():
         from_text.split_documents(documents[:3])
 
 
+def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
+    """Blank lines (Unicode spaces too) end a document, carriage returns are dropped, each
+    file starts a new document, and a few bytes that are not UTF-8 are dropped from their
+    line (as the original does); a file mostly not in UTF-8 is refused, named."""
+    first, second, latin = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "latin.txt"
+    first.write_bytes(b"One.\r\nTwo caf\xe9.\r\n\r\nThree.\n\xe3\x80\x80\nFour.\n")
+    second.write_bytes(b"Five.\n")
+    assert from_text.read_documents([str(first), str(second)]) == [
+        ["One.", "Two caf."], ["Three."], ["Four."], ["Five."]]
+    latin.write_bytes("caf\xe9\n\nna\xefve\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin.txt: 2 of its 3 lines .* not UTF-8"):
+        from_text.read_documents([str(first), str(latin)])
+
+
 def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     plan = from_text.choose_plan(str(tmp_path), 60, 10_000_000, seconds_per_step=0.4)
     assert plan.num_train_steps == 9000

@@ -26,6 +26,7 @@ import time
 from absl import logging
 
 from common import file_io
+from data_prep import corpus
 
 # The recipe: bench/pretrain_recipe.py and bench/RESULTS.md ("A pre-training recipe for
 # one CPU hour") say how it was chosen and what it gives.
@@ -46,6 +47,9 @@ RECIPE = {
 }
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
 MIN_HELDOUT = 2
+# Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
+# is a binary file or another encoding: refused (create_pretraining_data.py's default).
+MAX_INVALID_UTF8_SHARE = 0.5
 CALIBRATION_STEPS = 20  # timed to turn the budget into steps
 # The recipe's measured hour (bench/RESULTS.md, on an AVX-512 CPU): 9,500 steps, 35.8% of
 # held-out masked tokens predicted; its masked LM left the frequent-token plateau only
@@ -68,22 +72,27 @@ class Plan:
     dtype: str = "float32"  # --dtype: the compute precision the steps were timed in
 
 
-def read_documents(files):
-    """Documents (lists of non-empty lines) of text files: one sentence per line, a blank
-    line between documents."""
-    documents, current = [], []
+def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE):
+    """Documents (lists of non-empty lines, str) of text files: one sentence per line, a
+    blank line between documents, each file a new document. Lines are read as
+    `create_pretraining_data` reads them (`data_prep.corpus`: bytes that are not UTF-8
+    dropped); a file with more than `max_invalid_utf8_share` of such lines is refused
+    (`corpus.CorpusError`), and a file without text is logged."""
+    stats = corpus.CorpusStats()
+    documents = []
     for path in files:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    current.append(line)
-                elif current:
-                    documents.append(current)
-                    current = []
+        current = []
+        for line in corpus.iter_lines(path, stats):
+            if line:
+                current.append(line.decode("utf-8"))
+            elif current:
+                documents.append(current)
+                current = []
         if current:
             documents.append(current)
-            current = []
+    corpus.check_text(stats.invalid_by_file, max_invalid_utf8_share, flag=None)
+    for path in stats.empty_files if documents else ():  # (none at all: an error)
+        logging.warning("%s: no text (every line is empty); nothing read from it.", path)
     return documents
 
 
@@ -91,8 +100,9 @@ def split_documents(documents, share=HELDOUT_SHARE):
     """(training, held-out): every k-th document held out, k from `share`."""
     held = max(MIN_HELDOUT, round(share * len(documents)))
     if len(documents) < 2 * held:
-        raise ValueError(f"{len(documents)} documents: too few to hold {held} out for "
-                         f"evaluation; separate documents by blank lines.")
+        raise ValueError(f"{len(documents):,} document{'s' * (len(documents) != 1)}: "
+                         f"too few to hold {held} out for evaluation (at least "
+                         f"{2 * held} are needed); separate documents by blank lines.")
     every = len(documents) // held
     heldout = [d for i, d in enumerate(documents) if i % every == every - 1][:held]
     chosen = {id(d) for d in heldout}
