@@ -7,6 +7,8 @@ step and the total op time (the sum over both cores' executor threads).
 
     pip install -r bench/requirements.txt   # KerasHub
     python bench/profile_pretraining.py [--config=small] [--steps=5]
+    # ours in float32 beside ours in bfloat16 (the --dtype of run_pretraining.py):
+    python bench/profile_pretraining.py --runs=ours:float32,ours:bfloat16
 """
 
 import argparse
@@ -30,13 +32,23 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--runs", default="ours,keras_hub",
+                        help="comma-separated peer[:dtype] (peers: ours, keras_hub; dtype: "
+                        "float32 or bfloat16, the compute policy the model is built under)")
     args = parser.parse_args()
     set_onednn(args.onednn)
     import tensorflow as tf
+    from training.distribution import kept_precision, set_precision
     layers, hidden, heads, inter, batch_size, _ = CONFIGS[args.config]
     cfg = (layers, hidden, heads, inter)
     batch = synthetic_batch(batch_size)
-    runners = {"ours": Ours(cfg, batch, jit=False), "keras_hub": KerasHub(cfg, batch)}
+    makers = {"ours": lambda: Ours(cfg, batch, jit=False), "keras_hub": lambda: KerasHub(cfg, batch)}
+    runners = {}
+    for run in args.runs.split(","):
+        peer, _, dtype = run.partition(":")
+        with kept_precision():
+            set_precision(dtype or "float32")
+            runners[run] = makers[peer]()
     wall, ops = {}, {}
     for name, runner in runners.items():
         runner.run(1)
@@ -44,7 +56,7 @@ def main():
         start = time.perf_counter()
         runner.run(args.steps)
         wall[name] = (time.perf_counter() - start) / args.steps * 1e3
-        logdir = tempfile.mkdtemp(prefix=f"profile_{name}_")
+        logdir = tempfile.mkdtemp(prefix=f"profile_{name.replace(':', '_')}_")
         tf.profiler.experimental.start(logdir)
         runner.run(args.steps)
         tf.profiler.experimental.stop()
@@ -54,13 +66,19 @@ def main():
           + ", ".join(f"{n} {w:.0f}" for n, w in wall.items())
           + "; op ms per step " + ", ".join(f"{n} {sum(o.values()):.0f}"
                                             for n, o in ops.items()))
-    print("\n| op type | ours (ms/step) | KerasHub (ms/step) | difference |")
-    print("|---|---|---|---|")
-    names = set(ops["ours"]) | set(ops["keras_hub"])
-    rows = sorted(names, key=lambda n: -abs(ops["ours"][n] - ops["keras_hub"][n]))
-    for n in rows[:args.top]:
-        print(f"| {n} | {ops['ours'][n]:.1f} | {ops['keras_hub'][n]:.1f} | "
-              f"{ops['ours'][n] - ops['keras_hub'][n]:+.1f} |")
+    names = list(runners)
+    first, last = names[0], names[-1]
+    print("\n| op type | " + " | ".join(f"{n} (ms/step)" for n in names) +
+          (" | difference |" if len(names) == 2 else " |"))
+    print("|---" * (len(names) + 1 + (len(names) == 2)) + "|")
+    types = set().union(*(set(o) for o in ops.values()))
+    rows = sorted(types, key=lambda t: -(abs(ops[first].get(t, 0) - ops[last].get(t, 0))
+                                         if len(names) == 2 else ops[first].get(t, 0)))
+    for t in rows[:args.top]:
+        cells = [f"{ops[n].get(t, 0):.1f}" for n in names]
+        if len(names) == 2:
+            cells.append(f"{ops[first].get(t, 0) - ops[last].get(t, 0):+.1f}")
+        print(f"| {t} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
