@@ -48,6 +48,25 @@ def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
         from_text.read_documents([str(first), str(latin)])
 
 
+def test_a_large_text_lends_the_vocabulary_every_kth_line(tmp_path):
+    """Above the sample size, the vocabulary is learned from every k-th non-empty line
+    (k the smallest that fits): words only on the other lines are not learned."""
+    text = tmp_path / "train.txt"
+    lines = [("alpha beta gamma" if i % 2 == 0 else "omega sigma kappa") + f" {i}"
+             for i in range(400)]
+    text.write_text("\n\n".join("\n".join(lines[i:i + 4]) for i in range(0, 400, 4)) + "\n")
+    size = text.stat().st_size
+    assert from_text.sample_lines(str(text), str(tmp_path / "s0.txt"), size) == str(text)
+    sample = from_text.sample_lines(str(text), str(tmp_path / "s.txt"), (size + 1) // 2)
+    assert open(sample).read().splitlines() == lines[::2]
+    (tmp_path / "out" / "text").mkdir(parents=True)
+    vocab = from_text.learn_vocabulary(str(text), str(tmp_path / "out"), 160, True,
+                                       sample_bytes=(size + 1) // 2)
+    tokens = set(open(vocab).read().split())
+    assert {"alpha", "beta", "gamma"} <= tokens and not {"omega", "sigma", "kappa"} & tokens
+    assert (tmp_path / "out" / "text" / "vocab_sample.txt").exists()
+
+
 def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     plan = from_text.choose_plan(str(tmp_path), 60, 10_000_000, seconds_per_step=0.4)
     assert plan.num_train_steps == 9000

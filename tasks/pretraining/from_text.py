@@ -45,6 +45,11 @@ RECIPE = {
     "warmup_share": 0.06,
     "max_dupe_factor": 10,
 }
+# The vocabulary is learned from at most this much of the training text, its lines
+# spread evenly (`sample_lines`): the learner is pure Python, about 7 s a MB on 2 cores,
+# and a larger sample learns about the same pieces (bench/RESULTS.md, "The vocabulary
+# from a sample of a large corpus"). The recipe's corpus (25 MB) is used whole.
+VOCAB_SAMPLE_BYTES = 32 * 2**20
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
 MIN_HELDOUT = 2
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
@@ -130,13 +135,44 @@ def prepare_text(files, output_dir):
     return train, heldout
 
 
-def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case):
-    """vocab.txt (once), learned from the training text."""
+def sample_lines(text_file, sample_file, max_bytes):
+    """The text to learn the vocabulary from: `text_file` itself when it holds at most
+    `max_bytes`, else every k-th of its non-empty lines (k the smallest that keeps the
+    sample within about `max_bytes`), written once to `sample_file`. Returns the path."""
+    size = os.path.getsize(text_file)
+    if size <= max_bytes:
+        return text_file
+    if not os.path.exists(sample_file):
+        every = math.ceil(size / max_bytes)
+        kept, index = [], 0
+        with open(text_file, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    if index % every == 0:
+                        kept.append(line)
+                    index += 1
+        file_io.atomic_write_text(sample_file, "".join(kept))
+        logging.info("The vocabulary is learned from every %s line of the training text: "
+                     "%.1f of its %.1f MB (%s).", _ordinal(every),
+                     os.path.getsize(sample_file) / 2**20, size / 2**20, sample_file)
+    return sample_file
+
+
+def _ordinal(n):
+    return {2: "second", 3: "third"}.get(n, f"{n}th")
+
+
+def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
+                     sample_bytes=VOCAB_SAMPLE_BYTES):
+    """vocab.txt (once), learned from the training text (at most `sample_bytes` of its
+    lines, spread evenly: `sample_lines`)."""
     from text import vocabulary
     path = os.path.join(output_dir, "vocab.txt")
     if not os.path.exists(path):
         start = time.time()
-        counts = vocabulary.count_words_in_files([train_file], do_lower_case)
+        source = sample_lines(train_file, os.path.join(output_dir, "text", "vocab_sample.txt"),
+                              sample_bytes)
+        counts = vocabulary.count_words_in_files([source], do_lower_case)
         tokens = vocabulary.learn_from_counts(counts, vocab_size)
         vocabulary.write_vocabulary(tokens, path)
         logging.info("Learned %d WordPiece tokens in %.0f s: %s", len(tokens),
