@@ -26,8 +26,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from machine import describe  # noqa: E402  (bench/)
 from vocab_learning import evaluate  # noqa: E402
 
-ORDINALS = {2: "second", 3: "third"}
-
 
 def main():
     parser = argparse.ArgumentParser()
@@ -65,8 +63,7 @@ def main():
           "pieces per held-out word | [UNK] of held-out pieces |")
     print("|---|---|---|---|---|---|")
     for every, mb, seconds, shared, r in rows:
-        label = "the whole text" if every == 1 else \
-            f"every {ORDINALS.get(every, f'{every}th')} line"
+        label = "the whole text" if every == 1 else f"1 line in {every}"
         print(f"| {label} "
               f"| {mb:.1f} | {seconds:.0f} | {shared:.1%} | {r['pieces_per_word']:.4f} | "
               f"{r['unk']:.3%} ({r['unk_count']}) |")

@@ -152,14 +152,10 @@ def sample_lines(text_file, sample_file, max_bytes):
                         kept.append(line)
                     index += 1
         file_io.atomic_write_text(sample_file, "".join(kept))
-        logging.info("The vocabulary is learned from every %s line of the training text: "
-                     "%.1f of its %.1f MB (%s).", _ordinal(every),
+        logging.info("The vocabulary is learned from 1 line in %d of the training text: "
+                     "%.1f of its %.1f MB (%s).", every,
                      os.path.getsize(sample_file) / 2**20, size / 2**20, sample_file)
     return sample_file
-
-
-def _ordinal(n):
-    return {2: "second", 3: "third"}.get(n, f"{n}th")
 
 
 def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
