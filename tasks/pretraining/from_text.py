@@ -9,6 +9,7 @@ fine-tuning, for `pretrain_from_text.py`; every stage calls the tool that does i
 
 `output_dir` receives:
   text/train.txt, text/heldout.txt   the documents, a share held out for evaluation
+  text/vocab_sample.txt              (a text over 32 MB) the lines the vocabulary learns from
   vocab.txt, bert_config.json        the vocabulary and the model
   records/                           the TFRecords (training, held-out)
   recipe.json                        what was chosen: sizes, steps, learning rate
