@@ -309,7 +309,8 @@ class Bench:
             "init_checkpoint": f"{export}/bert_model.ckpt", "output_dir": out,
             "do_eval": True, "max_seq_length": self.seq,
             "max_predictions_per_seq": self.predictions, "max_eval_steps": 100,
-            "eval_batch_size": 64}, os.path.join(out, "eval_results.txt"))
+            "eval_batch_size": 64, "dtype": self.dtype},  # as the other rows evaluate
+            os.path.join(out, "eval_results.txt"))
         return export, self.results(os.path.join(out, "eval_results.txt"))
 
     def random_init(self):
