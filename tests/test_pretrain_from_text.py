@@ -67,6 +67,14 @@ def test_a_large_text_lends_the_vocabulary_every_kth_line(tmp_path):
     assert (tmp_path / "out" / "text" / "vocab_sample.txt").exists()
 
 
+def test_the_held_out_evaluation_reads_the_recipes_whole_held_out_set():
+    """The recipe's English corpus holds 829 held-out instances (bench/RESULTS.md); the
+    figure the command prints covers them all, not the default batch of 8's first 800."""
+    task = from_text.pretraining_task(["train.tfrecord"], ["heldout.tfrecord"],
+                                      "bert_config.json", 100, 10)
+    assert task.config.eval_batch_size * task.config.max_eval_steps >= 829
+
+
 def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     plan = from_text.choose_plan(str(tmp_path), 60, 10_000_000, seconds_per_step=0.4)
     assert plan.num_train_steps == 9000
