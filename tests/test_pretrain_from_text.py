@@ -69,7 +69,7 @@ def test_a_large_text_lends_the_vocabulary_every_kth_line(tmp_path):
 
 def test_the_held_out_evaluation_reads_the_recipes_whole_held_out_set():
     """The recipe's English corpus holds 829 held-out instances (bench/RESULTS.md); the
-    figure the command prints covers them all, not the default batch of 8's first 800."""
+    figure the command prints covers them all, not 800 of them (the default batch of 8)."""
     task = from_text.pretraining_task(["train.tfrecord"], ["heldout.tfrecord"],
                                       "bert_config.json", 100, 10)
     assert task.config.eval_batch_size * task.config.max_eval_steps >= 829

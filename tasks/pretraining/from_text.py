@@ -265,7 +265,7 @@ def pretraining_task(records, heldout_records, config_file, steps, warmup,
         max_predictions_per_seq=RECIPE["max_predictions_per_seq"], num_train_steps=steps,
         num_warmup_steps=warmup, objective=objective,
         # The held-out figure the command prints covers up to 100 x 64 instances (the
-        # recipe's corpus holds 829), not the default batch of 8's first 800.
+        # recipe's corpus holds 829), not 800 of them (the default batch of 8).
         eval_batch_size=HELDOUT_EVAL_BATCH))
 
 
