@@ -42,7 +42,8 @@ def main():
     layers, hidden, heads, inter, batch_size, _ = CONFIGS[args.config]
     cfg = (layers, hidden, heads, inter)
     batch = synthetic_batch(batch_size)
-    makers = {"ours": lambda: Ours(cfg, batch, jit=False), "keras_hub": lambda: KerasHub(cfg, batch)}
+    makers = {"ours": lambda: Ours(cfg, batch, jit=False),
+              "keras_hub": lambda: KerasHub(cfg, batch)}
     runners = {}
     for run in args.runs.split(","):
         peer, _, dtype = run.partition(":")
