@@ -15,32 +15,18 @@ rates, batch sizes, epochs or seeds: `training.grid`).
       --learning_rate=2e-5 --num_train_epochs=3 --output_dir=mrpc_out --export_dir=mrpc_model
 """
 
-from absl import app, flags
+from absl import flags
 
 import cli
-from cli import flags as training_flags
+from cli import fine_tuning
 
-from tasks.classification.config import ClassificationConfig  # noqa: E402
-
-training_flags.define_settings(ClassificationConfig)  # the task's settings, its defaults
-training_flags.define_common_flags()
-training_flags.define_fine_tuning_flags()
+fine_tuning.define_flags("classification")
 FLAGS = flags.FLAGS
 
 
 def main(_):
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
-    from training.config import RuntimeConfig, TrainerConfig
-
-    task_config, trainer, runtime = training_flags.configs_from_flags(
-        FLAGS, ClassificationConfig, TrainerConfig, RuntimeConfig)
-    # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from tasks.classification.task import ClassificationTask
-    from training import grid
-    grid.run(ClassificationTask, task_config, trainer, runtime,
-             training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-             do_predict=FLAGS.do_predict)
+    fine_tuning.require_a_stage(FLAGS)
+    fine_tuning.run("classification", FLAGS)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,11 @@ import json
 from absl import app, flags
 
 import cli
+from cli import fine_tuning
 from cli import flags as training_flags
 from common.shared_settings import ScoreOnly
 
-from tasks.tagging.config import TaggingConfig  # noqa: E402
-
-training_flags.define_settings(TaggingConfig)  # the task's settings, its defaults
-training_flags.define_common_flags()
-training_flags.define_fine_tuning_flags()
+fine_tuning.define_flags("tagging")
 training_flags.define_settings(ScoreOnly)
 FLAGS = flags.FLAGS
 
@@ -42,18 +39,8 @@ def _eval_only():
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict "
-                             "(or --do_eval_only).")
-    from training.config import RuntimeConfig, TrainerConfig
-
-    task_config, trainer, runtime = training_flags.configs_from_flags(
-        FLAGS, TaggingConfig, TrainerConfig, RuntimeConfig)
-    # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from tasks.tagging.task import TaggingTask
-    from training import grid
-    grid.run(TaggingTask, task_config, trainer, runtime, training_flags.grid_axes(FLAGS),
-             do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+    fine_tuning.require_a_stage(FLAGS, "do_eval_only")
+    fine_tuning.run("tagging", FLAGS)
 
 
 if __name__ == "__main__":

@@ -72,8 +72,8 @@ def main(_):
     question, stages = FLAGS.question, (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict
                                         or FLAGS.export_dir)
     if not (stages or question is not None):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict, "
-                             "--export_dir, --question, --do_eval_only.")
+        raise app.UsageError("Nothing to do: give at least one of --do_train, --do_eval, "
+                             "--do_predict, --export_dir, --question, --do_eval_only.")
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
     from tasks.squad.data import read_squad_from_text

@@ -16,32 +16,18 @@ paper fine-tuned 3 epochs at learning rate 2e-5, batch size 16:
       --learning_rate=2e-5 --num_train_epochs=3 --output_dir=swag_out --export_dir=swag_model
 """
 
-from absl import app, flags
+from absl import flags
 
 import cli
-from cli import flags as training_flags
+from cli import fine_tuning
 
-from tasks.multiple_choice.config import MultipleChoiceConfig  # noqa: E402
-
-training_flags.define_settings(MultipleChoiceConfig)  # the task's settings, its defaults
-training_flags.define_common_flags()
-training_flags.define_fine_tuning_flags()
+fine_tuning.define_flags("multiple_choice")
 FLAGS = flags.FLAGS
 
 
 def main(_):
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict.")
-    from training.config import RuntimeConfig, TrainerConfig
-
-    task_config, trainer, runtime = training_flags.configs_from_flags(
-        FLAGS, MultipleChoiceConfig, TrainerConfig, RuntimeConfig)
-    # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from tasks.multiple_choice.task import MultipleChoiceTask
-    from training import grid
-    grid.run(MultipleChoiceTask, task_config, trainer, runtime,
-             training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-             do_predict=FLAGS.do_predict)
+    fine_tuning.require_a_stage(FLAGS)
+    fine_tuning.run("multiple_choice", FLAGS)
 
 
 if __name__ == "__main__":

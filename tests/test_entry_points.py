@@ -78,6 +78,12 @@ PARSE_CASES = {
     ("data_prep/build_vocab.py", "misspelt"): (
         ["--vocab_sise=8"],
         "error: unknown flag --vocab_sise; did you mean --vocab_size? (see --helpfull)."),
+    ("run_classifier.py", "no stage"): (
+        ["--task_name=SST-2"], "error: Nothing to do: give at least one of --do_train, "
+        "--do_eval, --do_predict (see --helpfull)."),
+    ("run_ner.py", "no stage"): (
+        [], "error: Nothing to do: give at least one of --do_train, --do_eval, "
+            "--do_predict, --do_eval_only (see --helpfull)."),
     ("run_classifier.py", "misspelt"): MISSPELT,
     ("extract_features.py", "misspelt"): MISSPELT,
     ("run_classifier.py", "wrong type"): WRONG_TYPE,

@@ -1,0 +1,56 @@
+"""The command line of a script that fine-tunes one task: its flags, the stages it is
+asked for, and the run (one, or a grid of them) that `training.grid` makes of them.
+
+Pipeline position: a pre-trained checkpoint -> a root fine-tuning script (flags and its
+own extras) -> here -> `training.grid` / `training.runner` -> eval results, predictions,
+a SavedModel. The task is looked up by its name in `tasks.registry`; its TensorFlow code
+is imported only once the flags have been checked.
+"""
+
+import importlib
+
+from absl import app
+
+from cli import flags as training_flags
+from tasks import registry
+
+STAGES = ("do_train", "do_eval", "do_predict")
+
+
+def task_entry(name):
+    """The registry entry of the task whose folder is `tasks/<name>`."""
+    importlib.import_module(f"tasks.{name}")  # registers it
+    return registry.get(name)
+
+
+def define_flags(name):
+    """The task's settings first (its defaults win), then the flags every training
+    script shares and the fine-tuning ones."""
+    training_flags.define_settings(task_entry(name).config_class)
+    training_flags.define_common_flags()
+    training_flags.define_fine_tuning_flags()
+
+
+def require_a_stage(flag_values, *others):
+    """Raises `app.UsageError` unless a stage flag (or one of the flags `others`) is
+    given."""
+    if any(flag_values[name].value for name in STAGES + others):
+        return
+    names = ", ".join(f"--{name}" for name in STAGES + others)
+    raise app.UsageError(f"Nothing to do: give at least one of {names}.")
+
+
+def run(name, flag_values):
+    """Fine-tunes the task `name` as the flags say (a grid when a grid flag has several
+    values); returns `training.grid.run`'s result."""
+    from training.config import RuntimeConfig, TrainerConfig
+
+    entry = task_entry(name)
+    task_config, trainer, runtime = training_flags.configs_from_flags(
+        flag_values, entry.config_class, TrainerConfig, RuntimeConfig)
+    # TensorFlow from here on: a wrong flag was answered without waiting for it.
+    from training import grid
+    return grid.run(entry.task_class, task_config, trainer, runtime,
+                    training_flags.grid_axes(flag_values),
+                    do_train=flag_values.do_train, do_eval=flag_values.do_eval,
+                    do_predict=flag_values.do_predict)
