@@ -49,6 +49,11 @@ class FromTextSettings(Casing):
         "float32). bfloat16 buys more steps in the budget where the CPU has AVX512_BF16 "
         "or AMX (docs/pretraining.md). Default: float32, or what a resumed run started "
         "with.")
+    split_sentences: Optional[str] = setting(
+        None, help="The input holds paragraphs, not sentences, per line: split each line "
+        "into sentences with the rules of this language (a code: en, de, ja, ...; sentencex, "
+        "as data_prep's extractors). Default: each line is one sentence, as "
+        "create_pretraining_data.py reads it.")
     seed: int = setting(12345, help="Seed for the held-out split, masking and weights.")
 
     def __post_init__(self):
@@ -79,7 +84,7 @@ def main(_):
     start = time.time()
 
     say("[1/5] Documents: held-out share for evaluation")
-    train_text, heldout_text = from_text.prepare_text(files, out)
+    train_text, heldout_text = from_text.prepare_text(files, out, FLAGS.split_sentences)
     say(f"      {train_text}, {heldout_text}")
     say("[2/5] WordPiece vocabulary")
     vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"],

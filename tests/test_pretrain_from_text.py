@@ -48,6 +48,37 @@ def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
         from_text.read_documents([str(first), str(latin)])
 
 
+def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(tmp_path):
+    """A paragraph per line and a blank line after each (WikiText's layout): most of the
+    text sits in lines longer than a sequence holds (600 characters > 128 x 4.3), and
+    every document is one line; both are said, and neither of a text laid out right.
+    --split_sentences splits the lines into sentences (then nothing is said); a resumed
+    run that reads the lines otherwise is refused, naming the flag."""
+    sentence = "The cat sat on the mat near the old house. "  # 43 characters
+    paragraph = (sentence * 14).strip()  # 601 characters
+    wikitext = tmp_path / "wiki.txt"
+    wikitext.write_text("\n\n".join([paragraph] * 30) + "\n", encoding="utf-8")
+    warnings = from_text.layout_warnings(from_text.read_documents([str(wikitext)]))
+    assert len(warnings) == 2
+    assert warnings[0].startswith("100% of the text is in lines longer than one training "
+                                  "sequence holds (about 550 characters)")
+    assert "--split_sentences=" in warnings[0]
+    assert warnings[1].startswith("30 of the 30 documents (100%) are a single line")
+    assert from_text.layout_warnings(from_text.read_documents([_corpus(
+        tmp_path / "good.txt")])) == []
+
+    split = from_text.read_documents([str(wikitext)], split_sentences="en")
+    assert split == [[sentence.strip()] * 14] * 30
+    assert from_text.layout_warnings(split) == []
+
+    out = tmp_path / "out"
+    train, _ = from_text.prepare_text([str(wikitext)], str(out), "en")
+    assert open(train).read().split("\n\n")[0] == "\n".join([sentence.strip()] * 14)
+    assert from_text.prepare_text([str(wikitext)], str(out), "en")[0] == train
+    with pytest.raises(ValueError, match="read with --split_sentences=en, not"):
+        from_text.prepare_text([str(wikitext)], str(out))
+
+
 def test_a_large_text_lends_the_vocabulary_every_kth_line(tmp_path):
     """Above the sample size, the vocabulary is learned from every k-th non-empty line
     (k the smallest that fits): words only on the other lines are not learned."""

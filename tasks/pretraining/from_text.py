@@ -9,6 +9,7 @@ fine-tuning, for `pretrain_from_text.py`; every stage calls the tool that does i
 
 `output_dir` receives:
   text/train.txt, text/heldout.txt   the documents, a share held out for evaluation
+  text/reading.json                  how the input's lines were read (split or not)
   text/vocab_sample.txt              (a text over 32 MB) the lines the vocabulary learns from
   vocab.txt, bert_config.json        the vocabulary and the model
   records/                           the TFRecords (training, held-out)
@@ -66,6 +67,16 @@ MEASURED_STEPS = 9500
 PLATEAU_STEPS = 4000
 ENOUGH_STEPS = 6000
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
+# The input's layout, judged once its documents are read (`layout_warnings`): a line of
+# more than LONG_LINE_CHARS does not fit in one training sequence (the records keep one
+# end of it); past LONG_LINE_SHARE of the text's characters in such lines, the lines are
+# paragraphs. Past ONE_LINE_SHARE of the documents a single line, blank lines separate
+# paragraphs or headings, not documents. (The recipe's corpus: 3.6% and none; WikiText-2
+# as released: 77% and 65%.)
+LONG_LINE_CHARS = round(RECIPE["max_seq_length"] * CHARS_PER_TOKEN)
+LONG_LINE_SHARE = 0.2
+ONE_LINE_SHARE = 0.5
+MIN_DOCUMENTS_JUDGED = 20
 
 
 @dataclasses.dataclass
@@ -79,18 +90,23 @@ class Plan:
     dtype: str = "float32"  # --dtype: the compute precision the steps were timed in
 
 
-def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE):
+def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
+                   split_sentences=None):
     """Documents (lists of non-empty lines, str) of text files: one sentence per line, a
     blank line between documents, each file a new document. Lines are read as
     `create_pretraining_data` reads them (`data_prep.corpus`: bytes that are not UTF-8
     dropped); a file with more than `max_invalid_utf8_share` of such lines is refused
-    (`corpus.CorpusError`), and a file without text is logged."""
+    (`corpus.CorpusError`), and a file without text is logged. `split_sentences`: a
+    language code; each line is then split into its sentences (`data_prep.sentences`)."""
+    from data_prep import sentences
     stats = corpus.CorpusStats()
     documents = []
     for path in files:
         current = []
         for line in corpus.iter_lines(path, stats):
-            if line:
+            if line and split_sentences:
+                current += sentences.split_sentences(line.decode("utf-8"), split_sentences)
+            elif line:
                 current.append(line.decode("utf-8"))
             elif current:
                 documents.append(current)
@@ -101,6 +117,34 @@ def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE):
     for path in stats.empty_files if documents else ():  # (none at all: an error)
         logging.warning("%s: no text (every line is empty); nothing read from it.", path)
     return documents
+
+
+def layout_warnings(documents):
+    """What the documents say of an input that is not laid out as one sentence per line
+    and a blank line between documents: most of the text in lines longer than a training
+    sequence holds (paragraphs), or most documents a single line (blank lines between
+    paragraphs or after headings, as in WikiText). A list of messages, empty when the
+    layout looks right."""
+    warnings = []
+    lines = [line for document in documents for line in document]
+    chars = sum(map(len, lines))
+    long_chars = sum(len(line) for line in lines if len(line) > LONG_LINE_CHARS)
+    if chars and long_chars / chars > LONG_LINE_SHARE:
+        warnings.append(
+            f"{long_chars / chars:.0%} of the text is in lines longer than one training "
+            f"sequence holds (about {LONG_LINE_CHARS} characters), and the records keep "
+            f"one part of each such line: is each line a paragraph? The input takes one "
+            f"sentence per line; --split_sentences=<language code, e.g. en> splits the "
+            f"lines (with a new --output_dir).")
+    single = sum(len(document) == 1 for document in documents)
+    if len(documents) >= MIN_DOCUMENTS_JUDGED and single / len(documents) > ONE_LINE_SHARE:
+        warnings.append(
+            f"{single:,} of the {len(documents):,} documents ({single / len(documents):.0%}) "
+            f"are a single line. A blank line ends a document: blank lines between "
+            f"paragraphs or after headings (WikiText's layout) make each of them a "
+            f"document, and the sentence pairs of pre-training are drawn within one. Keep "
+            f"blank lines between documents only.")
+    return warnings
 
 
 def split_documents(documents, share=HELDOUT_SHARE):
@@ -120,20 +164,38 @@ def _write_documents(path, documents):
     file_io.atomic_write_text(path, "\n\n".join("\n".join(d) for d in documents) + "\n")
 
 
-def prepare_text(files, output_dir):
-    """text/train.txt and text/heldout.txt (once); returns their paths."""
-    train, heldout = (os.path.join(output_dir, "text", name)
-                      for name in ("train.txt", "heldout.txt"))
-    if not (os.path.exists(train) and os.path.exists(heldout)):
-        documents = read_documents(files)
-        if not documents:
-            raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
-        training, held = split_documents(documents)
-        os.makedirs(os.path.dirname(train), exist_ok=True)
-        _write_documents(heldout, held)
-        _write_documents(train, training)
-        logging.info("%d documents: %d for training, %d held out for evaluation.",
-                     len(documents), len(training), len(held))
+def prepare_text(files, output_dir, split_sentences=None):
+    """text/train.txt and text/heldout.txt (once; warned about when the input's layout
+    looks wrong: `layout_warnings`); returns their paths. text/reading.json keeps how
+    the lines were read: a resumed run that asks otherwise is refused."""
+    folder = os.path.join(output_dir, "text")
+    train, heldout, reading = (os.path.join(folder, name) for name in (
+        "train.txt", "heldout.txt", "reading.json"))
+    if os.path.exists(train) and os.path.exists(heldout):
+        kept = None
+        if os.path.exists(reading):
+            with open(reading, encoding="utf-8") as f:
+                kept = json.load(f).get("split_sentences")
+        if kept != split_sentences:
+            raise ValueError(
+                f"{folder}: this run's documents were read with --split_sentences="
+                f"{kept or '(none: a sentence per line)'}, not "
+                f"{split_sentences or '(none)'}: give another --output_dir, or resume "
+                f"with the same flag.")
+        return train, heldout
+    documents = read_documents(files, split_sentences=split_sentences)
+    if not documents:
+        raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
+    for warning in layout_warnings(documents):
+        logging.warning("%s: %s", ", ".join(files) if len(files) <= 3 else
+                        f"{files[0]} and {len(files) - 1} more files", warning)
+    training, held = split_documents(documents)
+    os.makedirs(folder, exist_ok=True)
+    file_io.atomic_write_text(reading, json.dumps({"split_sentences": split_sentences}))
+    _write_documents(heldout, held)
+    _write_documents(train, training)
+    logging.info("%d documents: %d for training, %d held out for evaluation.",
+                 len(documents), len(training), len(held))
     return train, heldout
 
 
