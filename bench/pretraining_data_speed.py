@@ -32,22 +32,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def wikitext_documents(path):
-    """WikiText-2 (tokenized release): ' = Title = ' starts an article; paragraphs are
-    split into sentences with the project's segmenter."""
+    """WikiText-2 (tokenized release) as documents: `data_prep.extract_wikitext`'s
+    articles, as one string."""
     sys.path.insert(0, ROOT)
-    from data_prep.sentences import split_sentences
-    docs, current = [], []
-    for line in open(path, encoding="utf-8"):
-        line = line.strip()
-        if re.match(r"^= [^=].* =$", line):
-            if current:
-                docs.append(current)
-            current = []
-        elif line and not line.startswith("="):
-            current.extend(split_sentences(line))
-    if current:
-        docs.append(current)
-    return "\n\n".join("\n".join(d) for d in docs) + "\n\n"
+    from data_prep.wikitext_dataset import articles
+    with open(path, encoding="utf-8") as f:
+        return "".join("\n".join(d) + "\n\n" for d in articles(f))
 
 
 def build_corpus(shared_dir, workdir, target_mb):

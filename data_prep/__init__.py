@@ -1,5 +1,6 @@
-"""Corpora -> pre-training TFRecords: Wikipedia and BookCorpus extraction
-(`extract_wikipedia`, `extract_bookcorpus`, `wikitext_cleaning`, `wiki_namespaces`),
+"""Corpora -> pre-training TFRecords: Wikipedia, WikiText and BookCorpus extraction
+(`extract_wikipedia`, `wikitext_cleaning`, `wiki_namespaces`; `extract_wikitext`,
+`wikitext_dataset`; `extract_bookcorpus`),
 sentence splitting (`sentences`), corpus reading (`corpus`), vocabulary building
 (`build_vocab`, on `text.vocabulary`), and `create_pretraining_data` with its instances,
 encoding and sharded writing (`pretraining_instances`, `fast_pretraining`,

@@ -18,8 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = sorted(
     [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "*.py"))] +
     [f"data_prep/{name}.py" for name in ("extract_wikipedia", "extract_bookcorpus",
-                                         "build_vocab", "create_pretraining_data",
-                                         "inspect_tfrecord")])
+                                         "extract_wikitext", "build_vocab",
+                                         "create_pretraining_data", "inspect_tfrecord")])
 
 
 @pytest.fixture(scope="module")

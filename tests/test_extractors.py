@@ -1,4 +1,4 @@
-"""Wikipedia-dump and book extraction on small hand-written inputs."""
+"""Wikipedia-dump, WikiText and book extraction on small hand-written inputs."""
 
 import bz2
 import os
@@ -218,3 +218,46 @@ def test_extract_bookcorpus(tmp_path):
     docs = (out / "books-00000-of-00001.txt").read_text().strip().split("\n\n")
     assert docs == ["Chapter One\nIt was a dark night.\nThe rain fell.\nShe said: \"Go home.\""
                     "\nHe went.", "Another book.\nWith a bad byte here."]
+
+
+# WikiText as released (hand-written in its layout): a blank line around every line, an
+# article's title "= T =", a section's "= = S = =", paragraphs of tokenized sentences.
+WIKITEXT = """ 
+ = Homarus gammarus = 
+ 
+ Homarus gammarus is a lobster from the Atlantic Ocean . It grows to 60 cm ( 24 in ) . 
+ 
+ = = Description = = 
+ 
+ It is blue , not red @-@ brown . 
+ 
+ = Second article = 
+ 
+ A short text . 
+"""
+
+
+def test_extract_wikitext_makes_an_article_a_document_of_sentences(tmp_path):
+    """pretrain_from_text.py would read the release as six one-line documents; here the
+    two articles are two documents, the section heading dropped, sentences one a line."""
+    source = tmp_path / "wiki.valid.tokens"
+    source.write_text(WIKITEXT, encoding="utf-8")
+    out = tmp_path / "docs"
+    command = ["-m", "data_prep.extract_wikitext", f"--input_file={source}",
+               f"--output_dir={out}"]
+    result = warm_processes.run(command, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Wrote 2 articles, 4 sentences to 1 file" in result.stderr
+    assert os.listdir(out) == ["wikitext-00000-of-00001.txt"]
+    assert (out / "wikitext-00000-of-00001.txt").read_text(encoding="utf-8") == (
+        "Homarus gammarus is a lobster from the Atlantic Ocean .\n"
+        "It grows to 60 cm ( 24 in ) .\nIt is blue , not red @-@ brown .\n\n"
+        "A short text .\n\n")
+
+    plain = tmp_path / "sentences.txt"
+    plain.write_text("One sentence a line.\nAnother.\n\nA second document.\n")
+    result = warm_processes.run(command[:2] + [f"--input_file={plain}",
+                                               f"--output_dir={tmp_path / 'o2'}"], cwd=ROOT)
+    assert result.returncode == 1
+    assert "sentences.txt: no article title" in result.stderr, result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "o2") or not os.listdir(tmp_path / "o2")

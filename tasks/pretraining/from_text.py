@@ -141,9 +141,10 @@ def layout_warnings(documents):
         warnings.append(
             f"{single:,} of the {len(documents):,} documents ({single / len(documents):.0%}) "
             f"are a single line. A blank line ends a document: blank lines between "
-            f"paragraphs or after headings (WikiText's layout) make each of them a "
-            f"document, and the sentence pairs of pre-training are drawn within one. Keep "
-            f"blank lines between documents only.")
+            f"paragraphs or after headings make each of them a document, and the sentence "
+            f"pairs of pre-training are drawn within one: keep blank lines between "
+            f"documents only (WikiText as released: python -m data_prep.extract_wikitext "
+            f"converts it).")
     return warnings
 
 
