@@ -70,6 +70,11 @@ def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(t
     split = from_text.read_documents([str(wikitext)], split_sentences="en")
     assert split == [[sentence.strip()] * 14] * 30
     assert from_text.layout_warnings(split) == []
+    # Lines still too long once split (no sentence ends the rules know): the flag is not
+    # suggested again.
+    unsplittable = from_text.layout_warnings([["x" * 600]] * 30, split=True)
+    assert "even split into sentences" in unsplittable[0]
+    assert "--split_sentences" not in unsplittable[0]
 
     out = tmp_path / "out"
     train, _ = from_text.prepare_text([str(wikitext)], str(out), "en")

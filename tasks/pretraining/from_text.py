@@ -119,12 +119,12 @@ def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
     return documents
 
 
-def layout_warnings(documents):
+def layout_warnings(documents, split=False):
     """What the documents say of an input that is not laid out as one sentence per line
     and a blank line between documents: most of the text in lines longer than a training
     sequence holds (paragraphs), or most documents a single line (blank lines between
     paragraphs or after headings, as in WikiText). A list of messages, empty when the
-    layout looks right."""
+    layout looks right. `split`: the lines were split into sentences already."""
     warnings = []
     lines = [line for document in documents for line in document]
     chars = sum(map(len, lines))
@@ -133,9 +133,12 @@ def layout_warnings(documents):
         warnings.append(
             f"{long_chars / chars:.0%} of the text is in lines longer than one training "
             f"sequence holds (about {LONG_LINE_CHARS} characters), and the records keep "
-            f"one part of each such line: is each line a paragraph? The input takes one "
-            f"sentence per line; --split_sentences=<language code, e.g. en> splits the "
-            f"lines (with a new --output_dir).")
+            f"one part of each such line" + (
+                ", even split into sentences: does the text end its sentences with "
+                "punctuation the language's rules know?" if split else
+                ": is each line a paragraph? The input takes one sentence per line; "
+                "--split_sentences=<language code, e.g. en> splits the lines (with a new "
+                "--output_dir)."))
     single = sum(len(document) == 1 for document in documents)
     if len(documents) >= MIN_DOCUMENTS_JUDGED and single / len(documents) > ONE_LINE_SHARE:
         warnings.append(
@@ -169,6 +172,7 @@ def prepare_text(files, output_dir, split_sentences=None):
     """text/train.txt and text/heldout.txt (once; warned about when the input's layout
     looks wrong: `layout_warnings`); returns their paths. text/reading.json keeps how
     the lines were read: a resumed run that asks otherwise is refused."""
+    split_sentences = split_sentences or None
     folder = os.path.join(output_dir, "text")
     train, heldout, reading = (os.path.join(folder, name) for name in (
         "train.txt", "heldout.txt", "reading.json"))
@@ -187,7 +191,7 @@ def prepare_text(files, output_dir, split_sentences=None):
     documents = read_documents(files, split_sentences=split_sentences)
     if not documents:
         raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
-    for warning in layout_warnings(documents):
+    for warning in layout_warnings(documents, split=bool(split_sentences)):
         logging.warning("%s: %s", ", ".join(files) if len(files) <= 3 else
                         f"{files[0]} and {len(files) - 1} more files", warning)
     training, held = split_documents(documents)
