@@ -124,7 +124,11 @@ def layout_warnings(documents, split=False):
     and a blank line between documents: most of the text in lines longer than a training
     sequence holds (paragraphs), or most documents a single line (blank lines between
     paragraphs or after headings, as in WikiText). A list of messages, empty when the
-    layout looks right. `split`: the lines were split into sentences already."""
+    layout looks right. `split`: the lines were split into sentences already.
+
+    Read before the vocabulary exists, so in characters: earlier (and wider: long lines
+    within longer documents too) than the count of long one-line documents that
+    `data_prep.fast_pretraining` makes in tokens for create_pretraining_data.py."""
     warnings = []
     lines = [line for document in documents for line in document]
     chars = sum(map(len, lines))
