@@ -58,6 +58,9 @@ class FromTextSettings(Casing):
 
     def __post_init__(self):
         check(self, {"budget_minutes": POSITIVE})
+        if self.split_sentences is not None:
+            from data_prep.sentences import check_language
+            check_language(self.split_sentences, "--split_sentences")
         if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
             raise ValueError(f"--output_dir={self.output_dir} is a file: give a folder "
                              "(a new one, or the one of a run to resume).")

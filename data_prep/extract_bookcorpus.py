@@ -73,7 +73,9 @@ def find_books(input_dir):
 def main(_):
     from data_prep.document_writer import DocumentWriter
     from common.progress import Progress
+    from data_prep.sentences import check_language
 
+    check_language(FLAGS.language)
     books = find_books(FLAGS.input_dir)
     progress = Progress("extract_bookcorpus", ["books", "sentences"])
     start, empty, invalid = time.time(), [], 0

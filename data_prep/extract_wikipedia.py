@@ -99,8 +99,11 @@ def language_of(dbname):
 def main(_):
     from data_prep.document_writer import DocumentWriter
     from common.progress import Progress
+    from data_prep.sentences import check_language
     from data_prep.wikitext_cleaning import article_sentences
 
+    if FLAGS.language:  # else the dump's own ("simple", "be-x-old"...)
+        check_language(FLAGS.language)
     stats = {"pages": 0, "redirects": 0, "other_namespaces": 0, "dbname": ""}
     articles = iter_articles(FLAGS.input_file, stats)
     first = next(articles, None)  # reads the siteinfo, hence the language

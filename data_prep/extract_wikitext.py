@@ -51,8 +51,10 @@ FLAGS = flags.FLAGS
 def main(_):
     from data_prep import corpus
     from data_prep.document_writer import DocumentWriter
+    from data_prep.sentences import check_language
     from data_prep.wikitext_dataset import TITLE, articles
 
+    check_language(FLAGS.language)
     files = corpus.expand_input_patterns(FLAGS.input_file)
     stats, titles = corpus.CorpusStats(), [0]
 

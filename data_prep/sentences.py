@@ -8,6 +8,17 @@ Pipeline position: raw passages -> one sentence per line -> create_pretraining_d
 import re
 
 _SPACES = re.compile(r"\s+")
+# ISO 639-1 or -3, then optional subtags: "en", "eng", "zh-yue", "pt-BR", "be-x-old".
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z0-9]{1,8})*", re.IGNORECASE)
+
+
+def check_language(code, flag="--language"):
+    """Raises ValueError unless `code` has the shape of a language code. sentencex applies
+    general rules for a code it has none for, so a value such as "english" would otherwise
+    be taken silently."""
+    if not _LANGUAGE_CODE.fullmatch(code or ""):
+        raise ValueError(f"{flag}={code} is not a language code: give one such as en, de, "
+                         "ja or zh-yue (ISO 639).")
 
 
 def split_sentences(text, language="en"):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from data_prep.sentences import split_sentences
+from data_prep.sentences import check_language, split_sentences
 from data_prep.wikitext_cleaning import article_sentences, clean_article
 from tests import warm_processes
 
@@ -261,3 +261,25 @@ def test_extract_wikitext_makes_an_article_a_document_of_sentences(tmp_path):
     assert result.returncode == 1
     assert "sentences.txt: no article title" in result.stderr, result.stderr[-2000:]
     assert not os.path.exists(tmp_path / "o2") or not os.listdir(tmp_path / "o2")
+
+
+@pytest.mark.parametrize("code", ["en", "eng", "zh-yue", "pt-BR", "be-x-old"])
+def test_language_codes_pass(code):
+    check_language(code)
+
+
+def test_a_language_that_is_not_a_code_is_refused_before_any_work(tmp_path):
+    """sentencex applies general rules for any code it has none for, "english" included:
+    without the check, a typo would split with the wrong rules and say nothing."""
+    for code in ("english", "en_US", "", "e"):
+        with pytest.raises(ValueError, match="is not a language code"):
+            check_language(code, "--split_sentences")
+    source = tmp_path / "wiki.valid.tokens"
+    source.write_text(WIKITEXT, encoding="utf-8")
+    result = warm_processes.run(["-m", "data_prep.extract_wikitext", f"--input_file={source}",
+                                 f"--output_dir={tmp_path / 'o'}", "--language=English"],
+                                cwd=ROOT)
+    assert result.returncode == 1
+    assert "error: --language=English is not a language code: give one such as en, de, ja " \
+           "or zh-yue (ISO 639)." in result.stderr, result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "o")

@@ -84,6 +84,18 @@ def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(t
         from_text.prepare_text([str(wikitext)], str(out))
 
 
+def test_split_sentences_takes_a_language_code(tmp_path):
+    """"--split_sentences=english" would split with sentencex's general rules and say
+    nothing; it is refused before the text is read."""
+    result = warm_processes.run(
+        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={_corpus(tmp_path / 'c.txt')}",
+         f"--output_dir={tmp_path / 'out'}", "--split_sentences=english"], cwd=str(tmp_path))
+    assert result.returncode == 1
+    assert "error: --split_sentences=english is not a language code" in result.stderr, \
+        result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "out" / "text")
+
+
 def test_a_large_text_lends_the_vocabulary_every_kth_line(tmp_path):
     """Above the sample size, the vocabulary is learned from every k-th non-empty line
     (k the smallest that fits): words only on the other lines are not learned."""
