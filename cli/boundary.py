@@ -19,7 +19,9 @@ A known error (a bad input, config or flag, a file that cannot be read or writte
 diverged run) prints its message as `error: ...` and exits with status 1; its full
 traceback goes to a log file named on the next line (`<output_dir>/log.txt` when the
 script has an existing `--output_dir`, else a file in the system's temporary folder),
-not to the console. Anything else is a bug: its traceback is printed and the last line
+not to the console. A run that fails before writing anything takes back the folders it
+made for its log: the log moves to the temporary folder, and no empty --output_dir is
+left behind. Anything else is a bug: its traceback is printed and the last line
 says so. Known errors are those the project raises on purpose (`ValueError` and its
 subclasses, `RuntimeError`s such as a diverged loss, raised by the project's own code),
 and I/O errors (`OSError`, TensorFlow's `OpError`) wherever they come from.
@@ -32,6 +34,7 @@ import functools
 import logging as python_logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -81,6 +84,11 @@ def _set_up_logs():
     path = _log_file_of(values)
     if path is None:
         return None
+    global _made_for_log
+    made = _missing_folders(os.path.dirname(os.path.abspath(path)))
+    if _log_beside_output:
+        made += _missing_folders(os.path.abspath(values["output_dir"].value))
+    new_log = not os.path.exists(path)
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         file_handler = python_logging.FileHandler(path, encoding="utf-8")
@@ -88,6 +96,8 @@ def _set_up_logs():
         return None  # an unusable --output_dir is reported by the run itself
     file_handler.setFormatter(logging.PythonFormatter())
     python_logging.getLogger().addHandler(file_handler)
+    if new_log:
+        _made_for_log = (os.path.abspath(path), made, file_handler)
     def append(text):
         with open(path, "a", encoding="utf-8") as f:
             f.write(text)
@@ -108,6 +118,50 @@ def quiet_console():
 
 
 _log_beside_output = False  # set by `run` for tools whose --output_dir holds data only
+# (log file, folders that did not exist before, its handler) when this run made the log.
+_made_for_log = None
+
+
+def _missing_folders(folder):
+    """`folder` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while folder and not os.path.exists(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return missing
+
+
+def _take_back_output_dir(script, log):
+    """A run that failed before making anything leaves nothing behind: when the only
+    file in the folders it created is its own log, the log moves to the system's
+    temporary folder and the folders go (a rerun then meets a fresh --output_dir, not a
+    folder it may take for a run's). Returns where the log now is."""
+    if _made_for_log is None or not log or os.path.abspath(log) != _made_for_log[0]:
+        return log
+    path, made, handler = _made_for_log
+    if not made:
+        return log  # the folder was there: the log stays in it
+    ours = {path, *made}
+    for folder in made:
+        try:
+            if any(os.path.join(folder, name) not in ours for name in os.listdir(folder)):
+                return log  # the run wrote something: keep its log with it
+        except FileNotFoundError:
+            continue
+    moved = os.path.join(tempfile.gettempdir(), f"{script}-{os.getpid()}.log")
+    python_logging.getLogger().removeHandler(handler)
+    handler.close()
+    try:
+        shutil.move(path, moved)
+        for folder in made:  # deepest first
+            if os.path.isdir(folder):
+                os.rmdir(folder)
+    except OSError:
+        return log if os.path.exists(log) else moved
+    return moved
 
 
 def _log_file_of(values):
@@ -179,6 +233,7 @@ def _guarded(main, argv):
         raise
     except app.UsageError as exc:  # a flag is missing or contradicts another
         logging.flush()
+        _take_back_output_dir(script, _made_for_log and _made_for_log[0])
         print(f"error: {str(exc).rstrip('.')} (see --helpfull).", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
@@ -192,7 +247,7 @@ def _guarded(main, argv):
             # status (`training.preemption.TrainingStopped`).
             print(str(exc), file=sys.stderr)
             sys.exit(exc.exit_status)
-        log = _write_log(exc, script)
+        log = _take_back_output_dir(script, _write_log(exc, script))
         if is_known(exc):
             print(f"error: {message(exc)}", file=sys.stderr)
             if log:

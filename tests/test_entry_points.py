@@ -169,3 +169,35 @@ def test_a_wrong_flag_is_answered_before_tensorflow_is_imported(script, tmp_path
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert "exit 1 tensorflow imported: False" in result.stdout, result.stdout + result.stderr
     assert WRONG_FLAGS[script][1] in result.stderr, result.stderr[-2000:]
+
+
+REFUSED = {  # a flag value refused by the run itself (after its log was opened)
+    "run_classifier.py": ["--task_name=nope", "--data_dir=.", "--vocab_file=v.txt",
+                          "--bert_config_file=c.json", "--do_train"],
+    "data_prep/extract_wikitext.py": ["--input_file=in.txt", "--language=english"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(REFUSED))
+def test_a_run_refused_before_any_work_leaves_no_output_dir(script, tmp_path):
+    """The log opens before the flags are checked, in a folder it makes (`<out>/log.txt`,
+    or `<out>.log` beside it): a refused run takes that back, so the user's rerun meets no
+    half-made --output_dir; the traceback it names is in the temporary folder. A folder
+    that was already there keeps the log."""
+    (tmp_path / "in.txt").write_text("Some text .\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    argv = [os.path.join(ROOT, script)] + REFUSED[script]
+    result = warm_processes.run(argv + ["--output_dir=new/out"], cwd=str(tmp_path),
+                                env=env, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert sorted(os.listdir(tmp_path)) == ["in.txt"], result.stderr[-2000:]
+    log = re.search(r"\(the full traceback is in (.*)\)", result.stderr).group(1)
+    assert not os.path.realpath(log).startswith(os.path.realpath(tmp_path))
+    assert "Traceback" in open(log, encoding="utf-8").read()
+    os.remove(log)
+    if script == "run_classifier.py":
+        (tmp_path / "mine").mkdir()
+        again = warm_processes.run(argv + ["--output_dir=mine"], cwd=str(tmp_path),
+                                   env=env, timeout=300)
+        assert "(the full traceback is in mine/log.txt)" in again.stderr, again.stderr
+        assert os.listdir(tmp_path / "mine") == ["log.txt"]
