@@ -1,0 +1,83 @@
+"""Is the next-sentence model's STS-B gain a property of the recipe, or of one run?
+
+At the recipe's scale (docs/pretraining.md), a float32 `--objective=mlm_nsp` run
+fine-tuned STS-B to 40 Pearson and its bfloat16 twin (same records, schedule and seed;
+losses equal to 0.02) to random weights' 19. This script pre-trains more such runs, one
+per `--runs` entry (`dtype:seed`: the compute precision and the pre-training seed, which
+draws the weights and the dropout), on the records and schedule of the recipe (as
+`paper_tables.py` does for Table 5's MLM + NSP row), and fine-tunes each on `--tasks`
+with `--seeds` fine-tuning seeds, through the user-facing scripts.
+
+    python bench/nsp_seeds.py --shared_dir=../shared/data --recipe_dir=/tmp/bf16_full \
+      --work_dir=/tmp/tables_bf16 --runs=float32:2,bfloat16:2 [--tasks=STS-B,CoNLL-2003]
+
+Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagged
+`t5x-nsp-<dtype>-seed<seed>`); a finished one is not repeated, so the script resumes.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paper_tables  # noqa: E402
+
+
+class SeededBench(paper_tables.Bench):
+    """Table 5's bench with the pre-training precision and seed given."""
+
+    def __init__(self, args, dtype, seed):
+        super().__init__(args)
+        self._dtype, self._seed = dtype, seed
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def schedule(self):
+        return dict(super().schedule(), seed=self._seed)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared_dir", required=True)
+    parser.add_argument("--recipe_dir", required=True,
+                        help="a pretrain_from_text.py --output_dir run with mlm_nsp's plan")
+    parser.add_argument("--work_dir", default="/tmp/paper_tables_recipe")
+    parser.add_argument("--runs", default="float32:2,bfloat16:2",
+                        help="dtype:seed of each pre-training, comma-separated")
+    parser.add_argument("--tasks", default="STS-B")
+    parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    # The settings paper_tables.py's recipe scale reads (the others are small-scale's).
+    defaults = dict(tables="5", vocab_size=8000, dupe_factor=3, pretrain_steps=None,
+                    pretrain_learning_rate=1e-4, learning_rate=paper_tables.LEARNING_RATE,
+                    train_examples=8000, ner_sentences=4000, bilstm_units=128)
+    for name, value in defaults.items():
+        setattr(args, name, value)
+    from machine import cpu_model, isa
+    print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
+    tasks = args.tasks.split(",")
+    rows = []
+    for run in args.runs.split(","):
+        dtype, seed = run.split(":")
+        bench = SeededBench(args, dtype, int(seed))
+        name = f"nsp-{dtype}-seed{seed}"
+        start = time.time()
+        model, results = bench.pretrain(name, objective="mlm_nsp")
+        scores = bench.fine_tune_all([(model, task, f"t5x-{name}", {}) for task in tasks])
+        held_out = (f"{float(results['masked_lm_accuracy']):.1%} / "
+                    f"{float(results['next_sentence_accuracy']):.1%}")
+        rows.append(f"| {dtype}, seed {seed} | {held_out} | " + " | ".join(
+            f"{paper_tables.shown(s)} ({', '.join(f'{x:.1f}' for x in s)})"
+            for s in scores) + " |")
+        print(f"{name}: {time.time() - start:.0f} s", flush=True)
+    print("\n| pre-training | held out: masked LM / next sentence | "
+          + " | ".join(tasks) + " |\n|---|---|" + "---|" * len(tasks))
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
