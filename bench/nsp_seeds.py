@@ -15,7 +15,6 @@ Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagge
 `t5x-nsp-<dtype>-seed<seed>`); a finished one is not repeated, so the script resumes.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -40,23 +39,15 @@ class SeededBench(paper_tables.Bench):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--recipe_dir", required=True,
-                        help="a pretrain_from_text.py --output_dir run with mlm_nsp's plan")
-    parser.add_argument("--work_dir", default="/tmp/paper_tables_recipe")
+    parser = paper_tables.arg_parser()  # its recipe-scale flags, with this bench's own
     parser.add_argument("--runs", default="float32:2,bfloat16:2",
                         help="dtype:seed of each pre-training, comma-separated")
     parser.add_argument("--tasks", default="STS-B")
-    parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.set_defaults(work_dir="/tmp/paper_tables_recipe", jobs=2)
     args = parser.parse_args()
-    # The settings paper_tables.py's recipe scale reads (the others are small-scale's).
-    defaults = dict(tables="5", vocab_size=8000, dupe_factor=3, pretrain_steps=None,
-                    pretrain_learning_rate=1e-4, learning_rate=paper_tables.LEARNING_RATE,
-                    train_examples=8000, ner_sentences=4000, bilstm_units=128)
-    for name, value in defaults.items():
-        setattr(args, name, value)
+    if not args.recipe_dir:
+        parser.error("--recipe_dir is required: a pretrain_from_text.py --output_dir "
+                     "run (the records and schedule to pre-train on)")
     from machine import cpu_model, isa
     print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
     tasks = args.tasks.split(",")

@@ -548,7 +548,8 @@ class Bench:
                   f"{ner} | {feature} | {paper[0]} / {paper[1]} / {paper[2]} |")
 
 
-def main():
+def arg_parser():
+    """The flags of the tables (and of benches that reuse `Bench`)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared_dir", required=True)
     parser.add_argument("--tables", default="5,6,7,8")
@@ -574,7 +575,11 @@ def main():
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--bilstm_units", type=int, default=128,
                         help="Feature-based BiLSTM units per direction (the paper: 768).")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = arg_parser().parse_args()
     if not args.recipe_dir and args.pretrain_steps is None:
         args.pretrain_steps = 1000
     from machine import cpu_model, isa

@@ -96,7 +96,7 @@ def _set_up_logs():
         return None  # an unusable --output_dir is reported by the run itself
     file_handler.setFormatter(logging.PythonFormatter())
     python_logging.getLogger().addHandler(file_handler)
-    if new_log:
+    if new_log and made:
         _made_for_log = (os.path.abspath(path), made, file_handler)
     def append(text):
         with open(path, "a", encoding="utf-8") as f:
@@ -118,7 +118,7 @@ def quiet_console():
 
 
 _log_beside_output = False  # set by `run` for tools whose --output_dir holds data only
-# (log file, folders that did not exist before, its handler) when this run made the log.
+# (log file, the folders made for it, its handler) when this run made them for its log.
 _made_for_log = None
 
 
@@ -134,24 +134,22 @@ def _missing_folders(folder):
     return missing
 
 
-def _take_back_output_dir(script, log):
+def _take_back_output_dir(script):
     """A run that failed before making anything leaves nothing behind: when the only
     file in the folders it created is its own log, the log moves to the system's
     temporary folder and the folders go (a rerun then meets a fresh --output_dir, not a
-    folder it may take for a run's). Returns where the log now is."""
-    if _made_for_log is None or not log or os.path.abspath(log) != _made_for_log[0]:
-        return log
+    folder it may take for a run's). Returns where the log went, or None if it stays."""
+    if _made_for_log is None:
+        return None  # no log, or one in a folder that was there: it stays
     path, made, handler = _made_for_log
-    if not made:
-        return log  # the folder was there: the log stays in it
     ours = {path, *made}
     for folder in made:
         try:
             if any(os.path.join(folder, name) not in ours for name in os.listdir(folder)):
-                return log  # the run wrote something: keep its log with it
+                return None  # the run wrote something: keep its log with it
         except FileNotFoundError:
             continue
-    moved = os.path.join(tempfile.gettempdir(), f"{script}-{os.getpid()}.log")
+    moved = _temporary_log(script)
     python_logging.getLogger().removeHandler(handler)
     handler.close()
     try:
@@ -160,7 +158,7 @@ def _take_back_output_dir(script, log):
             if os.path.isdir(folder):
                 os.rmdir(folder)
     except OSError:
-        return log if os.path.exists(log) else moved
+        return None if os.path.exists(path) else moved
     return moved
 
 
@@ -207,6 +205,10 @@ def _log_file(script):
     path = _log_file_of(values) if values.is_parsed() else None
     if path and os.path.isdir(os.path.dirname(path)):
         return path
+    return _temporary_log(script)
+
+
+def _temporary_log(script):
     return os.path.join(tempfile.gettempdir(), f"{script}-{os.getpid()}.log")
 
 
@@ -233,7 +235,7 @@ def _guarded(main, argv):
         raise
     except app.UsageError as exc:  # a flag is missing or contradicts another
         logging.flush()
-        _take_back_output_dir(script, _made_for_log and _made_for_log[0])
+        _take_back_output_dir(script)
         print(f"error: {str(exc).rstrip('.')} (see --helpfull).", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
@@ -247,7 +249,8 @@ def _guarded(main, argv):
             # status (`training.preemption.TrainingStopped`).
             print(str(exc), file=sys.stderr)
             sys.exit(exc.exit_status)
-        log = _take_back_output_dir(script, _write_log(exc, script))
+        log = _write_log(exc, script)
+        log = _take_back_output_dir(script) or log
         if is_known(exc):
             print(f"error: {message(exc)}", file=sys.stderr)
             if log:
