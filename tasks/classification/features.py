@@ -3,8 +3,9 @@
 Pipeline position: `tasks.classification.data` (examples) -> here -> the classification
 task's training, evaluation and prediction.
 Each split is converted once and cached in `output_dir` under a name that carries a hash
-of everything the features depend on (data file, vocabulary, lower-casing, length, labels,
-tokenizer), so a changed input is never read from a stale cache. Both tokenizers (the
+of everything the features depend on (the data file's and vocabulary's contents,
+lower-casing, length, labels, tokenizer), so a changed input is never read from a stale
+cache and an unchanged one, copied or touched, is not converted again. Both tokenizers (the
 Python `FullTokenizer` and the in-graph `GraphTokenizer` + `graph_packing`) give identical
 features.
 """
@@ -83,10 +84,12 @@ def _ints(values):
 
 
 def _fingerprint(data_file, vocab_file, *settings):
+    """The cache key: the two files' contents (not their paths or times: a copied or
+    touched data file reuses its features; an edited one never does) and the settings."""
     digest = hashlib.sha1()
     for path in (data_file, vocab_file):
-        stat = os.stat(path)
-        digest.update(f"{os.path.abspath(path)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        with open(path, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha1").digest())
     digest.update(repr(settings).encode())
     return digest.hexdigest()[:12]
 
