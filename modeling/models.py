@@ -88,6 +88,16 @@ class EncoderModel(keras.Model):
         self.bilstm.build((None, None, width))
         return 2 * units
 
+    def _output_layer(self, num_classes, dropout_rate, name, input_shape):
+        """A dropout + dense output layer of `num_classes`, built for `input_shape` (the
+        model's last weights: checkpoints can load once it exists)."""
+        layer = ClassificationHead(num_classes=num_classes, dropout_rate=dropout_rate,
+                                   initializer_range=self.encoder.initializer_range,
+                                   dtype=self.encoder.dtype_policy, name=name)
+        layer.build(input_shape)
+        self.built = True
+        return layer
+
     def _sequence_features(self, inputs, training, skip_padding=False):
         """(encoder outputs, what the output layer reads per token): the sequence output,
         or the chosen combination of a frozen encoder's layers (run without dropout),
@@ -192,10 +202,8 @@ class BertPretrainer(EncoderModel):
                                       dtype=enc.dtype_policy, name="masked_lm")
         self.masked_lm.build()
         if next_sentence:
-            self.next_sentence = ClassificationHead(
-                num_classes=2, dropout_rate=0.0, initializer_range=enc.initializer_range,
-                dtype=enc.dtype_policy, name="next_sentence")
-            self.next_sentence.build((None, enc.hidden_size))
+            self.next_sentence = self._output_layer(2, 0.0, "next_sentence",
+                                                    (None, enc.hidden_size))
         self.built = True  # every weight exists now: checkpoints can load
 
     @property
@@ -266,12 +274,8 @@ class BertClassifier(EncoderModel):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
-        self.classifier = ClassificationHead(
-            num_classes=num_classes, dropout_rate=dropout_rate,
-            initializer_range=self.encoder.initializer_range,
-            dtype=self.encoder.dtype_policy, name="classifier")
-        self.classifier.build((None, width))
-        self.built = True  # every weight exists now: checkpoints can load
+        self.classifier = self._output_layer(num_classes, dropout_rate, "classifier",
+                                             (None, width))
 
     def call(self, inputs, training=None, skip_padding=False):
         outputs, sequence = self._sequence_features(inputs, training, skip_padding)
@@ -362,12 +366,8 @@ class BertTokenClassifier(EncoderModel):
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
-        self.tagger = ClassificationHead(
-            num_classes=num_labels, dropout_rate=dropout_rate,
-            initializer_range=self.encoder.initializer_range,
-            dtype=self.encoder.dtype_policy, name="tagger")
-        self.tagger.build((None, None, width))
-        self.built = True  # every weight exists now: checkpoints can load
+        self.tagger = self._output_layer(num_labels, dropout_rate, "tagger",
+                                         (None, None, width))
 
     def call(self, inputs, training=None, skip_padding=False):
         _, sequence = self._sequence_features(inputs, training, skip_padding)

@@ -12,7 +12,6 @@ from keras import ops
 
 from modeling import EncoderModel
 from modeling.checkpoint_mapping import IDENTITY, TRANSPOSE
-from modeling.heads import ClassificationHead
 from modeling.inputs import INPUT_NAMES
 
 
@@ -44,12 +43,8 @@ class BertMultipleChoice(EncoderModel):
     def __init__(self, encoder, *, dropout_rate=0.1, **kwargs):
         super().__init__(encoder, **kwargs)
         self.dropout_rate = dropout_rate
-        self.chooser = ClassificationHead(
-            num_classes=1, dropout_rate=dropout_rate,
-            initializer_range=self.encoder.initializer_range,
-            dtype=self.encoder.dtype_policy, name="chooser")
-        self.chooser.build((None, self.encoder.hidden_size))
-        self.built = True  # every weight exists now: checkpoints can load
+        self.chooser = self._output_layer(1, dropout_rate, "chooser",
+                                          (None, self.encoder.hidden_size))
 
     def call(self, inputs, training=None, skip_padding=False):
         shape = ops.shape(inputs["input_ids"])  # [batch, num_choices, seq_length]
