@@ -87,5 +87,6 @@ class PlateauWatch:
             "collapse: every token the same vector); too little or too much warm-up; "
             "records in corpus order (create_pretraining_data --mode=fast from before "
             "2026-11-25 did not shuffle across pieces: make them again); a corpus of "
-            "repeated lines. See docs/pretraining.md, \"Pre-training on a CPU\", for a recipe "
+            "repeated lines; a model too narrow for the budget (at the CPU recipe's, "
+            "hidden size 128 stayed here where 256 left it). See docs/pretraining.md, \"Pre-training on a CPU\", for a recipe "
             "that leaves it.", step, self.num_train_steps, loss, self.entropy)
