@@ -89,13 +89,11 @@ class EncoderModel(keras.Model):
         return 2 * units
 
     def _output_layer(self, num_classes, dropout_rate, name, input_shape):
-        """A dropout + dense output layer of `num_classes`, built for `input_shape` (the
-        model's last weights: checkpoints can load once it exists)."""
+        """A dropout + dense output layer of `num_classes`, built for `input_shape`."""
         layer = ClassificationHead(num_classes=num_classes, dropout_rate=dropout_rate,
                                    initializer_range=self.encoder.initializer_range,
                                    dtype=self.encoder.dtype_policy, name=name)
         layer.build(input_shape)
-        self.built = True
         return layer
 
     def _sequence_features(self, inputs, training, skip_padding=False):
@@ -276,6 +274,7 @@ class BertClassifier(EncoderModel):
         width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
         self.classifier = self._output_layer(num_classes, dropout_rate, "classifier",
                                              (None, width))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None, skip_padding=False):
         outputs, sequence = self._sequence_features(inputs, training, skip_padding)
@@ -368,6 +367,7 @@ class BertTokenClassifier(EncoderModel):
         width = self._make_bilstm(head, bilstm_layers, bilstm_units, feature_based)
         self.tagger = self._output_layer(num_labels, dropout_rate, "tagger",
                                          (None, None, width))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None, skip_padding=False):
         _, sequence = self._sequence_features(inputs, training, skip_padding)

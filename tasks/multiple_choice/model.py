@@ -45,6 +45,7 @@ class BertMultipleChoice(EncoderModel):
         self.dropout_rate = dropout_rate
         self.chooser = self._output_layer(1, dropout_rate, "chooser",
                                           (None, self.encoder.hidden_size))
+        self.built = True  # every weight exists now: checkpoints can load
 
     def call(self, inputs, training=None, skip_padding=False):
         shape = ops.shape(inputs["input_ids"])  # [batch, num_choices, seq_length]

@@ -88,5 +88,6 @@ class PlateauWatch:
             "records in corpus order (create_pretraining_data --mode=fast from before "
             "2026-11-25 did not shuffle across pieces: make them again); a corpus of "
             "repeated lines; a model too narrow for the budget (at the CPU recipe's, "
-            "hidden size 128 stayed here where 256 left it). See docs/pretraining.md, \"Pre-training on a CPU\", for a recipe "
-            "that leaves it.", step, self.num_train_steps, loss, self.entropy)
+            "hidden size 128 stayed here where 256 left it). See docs/pretraining.md, "
+            "\"Pre-training on a CPU\", for a recipe that leaves it.",
+            step, self.num_train_steps, loss, self.entropy)
