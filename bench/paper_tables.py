@@ -570,7 +570,8 @@ def arg_parser():
                         help="fine-tuning peak learning rate")
     parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="fine-tuning runs at once (2 on 2 cores: 1.6x the throughput)")
+                        help="fine-tuning runs at once (2 on 2 cores: 1.16x the throughput, "
+                        "bench/RESULTS.md)")
     parser.add_argument("--train_examples", type=int, default=8000)
     parser.add_argument("--ner_sentences", type=int, default=4000)
     parser.add_argument("--bilstm_units", type=int, default=128,

@@ -117,7 +117,8 @@ def main():
                         help="which to fine-tune (a run done already is reused); random weights "
                         "alone need no pre-training")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="fine-tuning runs at once (2 on 2 cores: 1.6x the throughput)")
+                        help="fine-tuning runs at once (2 on 2 cores: 1.16x the throughput, "
+                        "bench/RESULTS.md)")
     args = parser.parse_args()
     bench = Recipe(args)
     start = time.time()
