@@ -76,6 +76,10 @@ GLUE_TASKS = ["SST-2", "MRPC", "QNLI"]
 TABLE5_TASKS = {"small": tuple(GLUE_TASKS), "recipe": tuple(GLUE_TASKS) + ("STS-B", "CoNLL-2003")}
 TABLE6_TASKS = {"small": tuple(GLUE_TASKS), "recipe": ("SST-2", "STS-B", "CoNLL-2003")}
 TABLE8_SENTENCE_TASK = {"small": "SST-2", "recipe": "STS-B"}
+# Table 6 at the recipe's scale also fine-tunes each size from random weights on the task
+# that shows pre-training (a model's size alone moves its random-weights score: the floor
+# of one size is no floor for another).
+TABLE6_FLOOR_TASKS = {"small": (), "recipe": ("CoNLL-2003",)}
 # Fine-tuning, every table and task; the peak learning rate is --learning_rate (a run
 # at another rate than LEARNING_RATE is kept in a folder of its own).
 LEARNING_RATE = 1e-4
@@ -365,10 +369,15 @@ class Bench:
             os.path.join(out, "eval_results.txt"))
         return export, self.results(os.path.join(out, "eval_results.txt"))
 
-    def random_init(self):
-        """A folder with the base config and no checkpoint: fine-tuning from random
-        weights, the floor a pre-trained model must beat."""
-        if self.recipe:
+    def random_init(self, size=None):
+        """A folder with the base config (or that of Table 6's `size`) and no checkpoint:
+        fine-tuning from random weights, the floor a pre-trained model must beat."""
+        if size and tuple(size) != tuple(self.base):
+            folder = os.path.join(self.work, "random-init-{}-{}-{}".format(*size))
+            self.pretrain("size-{}-{}-{}".format(*size), size=size)  # writes its config
+            source = os.path.join(self.work, "pretrain", "size-{}-{}-{}".format(*size),
+                                  "bert_config.json")
+        elif self.recipe:
             folder = os.path.join(self.work, "random-init")
             source = os.path.join(self.args.recipe_dir, "bert_config.json")
         else:
@@ -499,18 +508,27 @@ class Bench:
             f"{self.majority[t]:.1f}" if t in self.majority else "" for t in tasks) + " | | |")
 
     def table6(self):
-        tasks = TABLE6_TASKS[self.scale]
+        tasks, floors = TABLE6_TASKS[self.scale], TABLE6_FLOOR_TASKS[self.scale]
         models = [self.pretrain(f"size-{L}-{H}-{A}" if (L, H, A) != self.base
                                 else self.base_name(), size=(L, H, A))
                   for L, H, A in self.sizes]
-        scores = iter(self.fine_tune_all([(model, task, f"t6-{L}-{H}-{A}", {})
-                                          for (L, H, A), (model, _) in zip(self.sizes, models)
-                                          for task in tasks]))
-        print("\n| #L | #H | #A | LM (ppl), held out | " + " | ".join(tasks) + " |")
-        print("|---" * (4 + len(tasks)) + "|")
-        for (L, H, A), (_, pretrained) in zip(self.sizes, models):
+        runs = [(model, task, f"t6-{L}-{H}-{A}", {})
+                for (L, H, A), (model, _) in zip(self.sizes, models) for task in tasks]
+        # The base size's random weights are Table 5's floor (the same runs, linked).
+        runs += [(self.random_init(size), task, "t5-random" if tuple(size) == tuple(
+                    self.base) else "t6-random-{}-{}-{}".format(*size), {})
+                 for size in self.sizes for task in floors]
+        scores = [shown(s) for s in self.fine_tune_all(runs)]
+        pretrained_scores, floor_scores = scores[:len(runs) - len(self.sizes) * len(
+            floors)], scores[len(runs) - len(self.sizes) * len(floors):]
+        print("\n| #L | #H | #A | LM (ppl), held out | " + " | ".join(tasks) + "".join(
+            f" | {task}, random weights of the size" for task in floors) + " |")
+        print("|---" * (4 + len(tasks) + len(floors)) + "|")
+        for i, ((L, H, A), (_, pretrained)) in enumerate(zip(self.sizes, models)):
+            row = (pretrained_scores[i * len(tasks):(i + 1) * len(tasks)] +
+                   floor_scores[i * len(floors):(i + 1) * len(floors)])
             print(f"| {L} | {H} | {A} | {float(pretrained['masked_lm_perplexity']):.1f} | " +
-                  " | ".join(shown(next(scores)) for _ in tasks) + " |")
+                  " | ".join(row) + " |")
 
     def table7(self):
         model, _ = self.pretrain(self.base_name())
