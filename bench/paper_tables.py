@@ -515,17 +515,16 @@ class Bench:
         runs = [(model, task, f"t6-{L}-{H}-{A}", {})
                 for (L, H, A), (model, _) in zip(self.sizes, models) for task in tasks]
         # The base size's random weights are Table 5's floor (the same runs, linked).
-        runs += [(self.random_init(size), task, "t5-random" if tuple(size) == tuple(
-                    self.base) else "t6-random-{}-{}-{}".format(*size), {})
-                 for size in self.sizes for task in floors]
-        scores = [shown(s) for s in self.fine_tune_all(runs)]
-        pretrained_scores, floor_scores = scores[:len(runs) - len(self.sizes) * len(
-            floors)], scores[len(runs) - len(self.sizes) * len(floors):]
+        floor_runs = [(self.random_init(size), task, "t5-random" if tuple(size) == tuple(
+                          self.base) else "t6-random-{}-{}-{}".format(*size), {})
+                      for size in self.sizes for task in floors]
+        scores = [shown(s) for s in self.fine_tune_all(runs + floor_runs)]
+        scores, floor_scores = scores[:len(runs)], scores[len(runs):]
         print("\n| #L | #H | #A | LM (ppl), held out | " + " | ".join(tasks) + "".join(
             f" | {task}, random weights of the size" for task in floors) + " |")
         print("|---" * (4 + len(tasks) + len(floors)) + "|")
         for i, ((L, H, A), (_, pretrained)) in enumerate(zip(self.sizes, models)):
-            row = (pretrained_scores[i * len(tasks):(i + 1) * len(tasks)] +
+            row = (scores[i * len(tasks):(i + 1) * len(tasks)] +
                    floor_scores[i * len(floors):(i + 1) * len(floors)])
             print(f"| {L} | {H} | {A} | {float(pretrained['masked_lm_perplexity']):.1f} | " +
                   " | ".join(row) + " |")
