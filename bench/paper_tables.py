@@ -357,17 +357,22 @@ class Bench:
         if not os.path.exists(os.path.join(export, "bert_model.ckpt.index")):
             sys.exit(f"{export}/bert_model.ckpt is missing: finish the recipe's run first "
                      f"(rerun its pretrain_from_text.py command, which resumes).")
-        out = os.path.join(self.work, "pretrain", name, "eval")
+        return export, self.evaluate(export, os.path.join(self.work, "pretrain", name, "eval"))
+
+    def evaluate(self, export, out):
+        """The masked LM of an exported model on the held-out records of the original's
+        masking (80% [MASK], 10% same, 10% random), as the pre-trainings evaluate: its
+        evaluation results."""
         records = self.records()
         self.run("run_pretraining.py", {
             "input_file": records["eval"], "eval_input_file": records["eval"],
             "objective": self.objective, "bert_config_file": f"{export}/bert_config.json",
             "init_checkpoint": f"{export}/bert_model.ckpt", "output_dir": out,
             "do_eval": True, "max_seq_length": self.seq,
-            "max_predictions_per_seq": self.predictions, "max_eval_steps": 100,
-            "eval_batch_size": 64, "dtype": self.dtype},  # as the other rows evaluate
+            "max_predictions_per_seq": self.predictions, "dtype": self.dtype,
+            **{k: self.schedule()[k] for k in ("max_eval_steps", "eval_batch_size")}},
             os.path.join(out, "eval_results.txt"))
-        return export, self.results(os.path.join(out, "eval_results.txt"))
+        return self.results(os.path.join(out, "eval_results.txt"))
 
     def random_init(self, size=None):
         """A folder with the base config (or that of Table 6's `size`) and no checkpoint:
@@ -548,20 +553,29 @@ class Bench:
         for masking in MASKINGS:
             tag = "mask-{}-{}-{}".format(*(int(100 * p) for p in masking))
             name = self.base_name() if masking == MASKINGS[0] else tag
-            models.append(self.pretrain(name, masking=masking))
-            runs += [(models[-1][0], sentence_task, f"t8-{tag}", {}),
-                     (models[-1][0], "CoNLL-2003", f"t8-{tag}", {}),
-                     (models[-1][0], "CoNLL-2003", f"t8-{tag}-features", features)]
+            export, own = self.pretrain(name, masking=masking)
+            # Each run's own held-out records are masked its way, so its perplexity there
+            # compares with no other row's; the original's masking of the same held-out
+            # documents puts every row on one scale.
+            common = own if masking == MASKINGS[0] else self.evaluate(
+                export, os.path.join(self.work, "pretrain", name, "eval-80-10-10"))
+            models.append((own, common))
+            runs += [(export, sentence_task, f"t8-{tag}", {}),
+                     (export, "CoNLL-2003", f"t8-{tag}", {}),
+                     (export, "CoNLL-2003", f"t8-{tag}-features", features)]
         scores = iter(self.fine_tune_all(runs))
-        print(f"\n| [MASK] | SAME | RND | MLM ppl | {sentence_task} (fine-tune) | "
-              "NER (fine-tune) | NER (feature-based, concat last four) | paper: MNLI / NER "
-              "fine-tune / feature-based |")
-        print("|---|---|---|---|---|---|---|---|")
-        for masking, (_, pretrained) in zip(MASKINGS, models):
-            sst, ner, feature = (shown(next(scores)) for _ in range(3))
+        print(f"\n| [MASK] | SAME | RND | MLM ppl, own masking | MLM accuracy / ppl, "
+              f"80-10-10 masking | {sentence_task} (fine-tune) | NER (fine-tune) | "
+              "NER (feature-based, concat last four) | paper: MNLI / NER fine-tune / "
+              "feature-based |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for masking, (own, common) in zip(MASKINGS, models):
+            sentence, ner, feature = (shown(next(scores)) for _ in range(3))
             paper = PAPER[8][masking]
             print("| " + " | ".join(f"{int(100 * p)}%" for p in masking) +
-                  f" | {float(pretrained['masked_lm_perplexity']):.1f} | {sst} | "
+                  f" | {float(own['masked_lm_perplexity']):.1f} | "
+                  f"{100 * float(common['masked_lm_accuracy']):.1f}% / "
+                  f"{float(common['masked_lm_perplexity']):.1f} | {sentence} | "
                   f"{ner} | {feature} | {paper[0]} / {paper[1]} / {paper[2]} |")
 
 
