@@ -560,9 +560,12 @@ class Bench:
             common = own if masking == MASKINGS[0] else self.evaluate(
                 export, os.path.join(self.work, "pretrain", name, "eval-80-10-10"))
             models.append((own, common))
-            runs += [(export, sentence_task, f"t8-{tag}", {}),
-                     (export, "CoNLL-2003", f"t8-{tag}", {}),
-                     (export, "CoNLL-2003", f"t8-{tag}-features", features)]
+            # The original's masking is Table 5's and Table 7's base model: their runs.
+            tuned, frozen = (f"t5-{self.objective}", "t7-concat_last_four") if \
+                masking == MASKINGS[0] else (f"t8-{tag}", f"t8-{tag}-features")
+            runs += [(export, sentence_task, tuned, {}),
+                     (export, "CoNLL-2003", tuned, {}),
+                     (export, "CoNLL-2003", frozen, features)]
         scores = iter(self.fine_tune_all(runs))
         print(f"\n| [MASK] | SAME | RND | MLM ppl, own masking | MLM accuracy / ppl, "
               f"80-10-10 masking | {sentence_task} (fine-tune) | NER (fine-tune) | "
