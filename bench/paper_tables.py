@@ -23,7 +23,8 @@ there (STS-B, CoNLL-2003) are added to Table 5 and replace MRPC and QNLI in Tabl
 `--work_dir`, and a finished run is not repeated (an unfinished pre-training resumes
 from its last checkpoint; a fine-tuning another table made with the same flags is
 linked), so the script resumes; the tables are printed in Markdown with every command
-line in the log.
+line in the log. Table 8 prints each row as soon as its runs are done (a row costs a
+pre-training at the recipe's scale), and `--maskings` picks its rows.
 
     python bench/paper_tables.py --shared_dir=../shared/data --tables=5,6,7,8 \
       [--work_dir=/tmp/paper_tables --pretrain_steps=2000] [--recipe_dir=<pretrain_from_text
@@ -107,6 +108,11 @@ def mean_se(values):
     mean = statistics.mean(values)
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
     return mean, se
+
+
+def masking_tag(masking):
+    """A masking procedure's name: "mask-80-10-10" for 80% [MASK], 10% same, 10% random."""
+    return "mask-{}-{}-{}".format(*(round(100 * p) for p in masking))
 
 
 def shown(values):
@@ -547,11 +553,18 @@ class Bench:
             print(f"| Feature-based: {combination} | {shown(f1)} | {PAPER[7][combination]} |")
 
     def table8(self):
+        """Row by row (pre-training, its evaluations, its fine-tunings, then the row), so
+        that a stopped run has printed the rows it finished; --maskings picks the rows."""
+        rows = self.maskings()
         features = self.feature_based("concat_last_four")
         sentence_task = TABLE8_SENTENCE_TASK[self.scale]
-        models, runs = [], []
-        for masking in MASKINGS:
-            tag = "mask-{}-{}-{}".format(*(int(100 * p) for p in masking))
+        print(f"\n| [MASK] | SAME | RND | MLM ppl, own masking | MLM accuracy / ppl, "
+              f"80-10-10 masking | {sentence_task} (fine-tune) | NER (fine-tune) | "
+              "NER (feature-based, concat last four) | paper: MNLI / NER fine-tune / "
+              "feature-based |", flush=True)
+        print("|---|---|---|---|---|---|---|---|---|", flush=True)
+        for masking in rows:
+            tag = masking_tag(masking)
             name = self.base_name() if masking == MASKINGS[0] else tag
             export, own = self.pretrain(name, masking=masking)
             # Each run's own held-out records are masked its way, so its perplexity there
@@ -559,27 +572,30 @@ class Bench:
             # documents puts every row on one scale.
             common = own if masking == MASKINGS[0] else self.evaluate(
                 export, os.path.join(self.work, "pretrain", name, "eval-80-10-10"))
-            models.append((own, common))
             # The original's masking is Table 5's and Table 7's base model: their runs.
             tuned, frozen = (f"t5-{self.objective}", "t7-concat_last_four") if \
                 masking == MASKINGS[0] else (f"t8-{tag}", f"t8-{tag}-features")
-            runs += [(export, sentence_task, tuned, {}),
-                     (export, "CoNLL-2003", tuned, {}),
-                     (export, "CoNLL-2003", frozen, features)]
-        scores = iter(self.fine_tune_all(runs))
-        print(f"\n| [MASK] | SAME | RND | MLM ppl, own masking | MLM accuracy / ppl, "
-              f"80-10-10 masking | {sentence_task} (fine-tune) | NER (fine-tune) | "
-              "NER (feature-based, concat last four) | paper: MNLI / NER fine-tune / "
-              "feature-based |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for masking, (own, common) in zip(MASKINGS, models):
-            sentence, ner, feature = (shown(next(scores)) for _ in range(3))
+            sentence, ner, feature = (shown(scores) for scores in self.fine_tune_all([
+                (export, sentence_task, tuned, {}), (export, "CoNLL-2003", tuned, {}),
+                (export, "CoNLL-2003", frozen, features)]))
             paper = PAPER[8][masking]
             print("| " + " | ".join(f"{int(100 * p)}%" for p in masking) +
                   f" | {float(own['masked_lm_perplexity']):.1f} | "
                   f"{100 * float(common['masked_lm_accuracy']):.1f}% / "
                   f"{float(common['masked_lm_perplexity']):.1f} | {sentence} | "
-                  f"{ner} | {feature} | {paper[0]} / {paper[1]} / {paper[2]} |")
+                  f"{ner} | {feature} | {paper[0]} / {paper[1]} / {paper[2]} |", flush=True)
+
+    def maskings(self):
+        """Table 8's rows of --maskings (all six by default), in the paper's order."""
+        if not self.args.maskings:
+            return MASKINGS
+        tags = {masking_tag(m): m for m in MASKINGS}
+        wanted = [t.strip() for t in self.args.maskings.split(",") if t.strip()]
+        unknown = [t for t in wanted if t not in tags]
+        if unknown:
+            sys.exit(f"--maskings={self.args.maskings}: {', '.join(unknown)} is not a row of "
+                     f"Table 8; give some of {', '.join(tags)}.")
+        return [m for m in MASKINGS if masking_tag(m) in wanted]
 
 
 def arg_parser():
@@ -602,6 +618,8 @@ def arg_parser():
                         help="small scale (the recipe's is in its recipe.json)")
     parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,
                         help="fine-tuning peak learning rate")
+    parser.add_argument("--maskings", default=None,
+                        help="Table 8's rows, e.g. mask-80-10-10,mask-100-0-0 (default: all)")
     parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
     parser.add_argument("--jobs", type=int, default=1,
                         help="fine-tuning runs at once (2 on 2 cores: 1.16x the throughput, "
