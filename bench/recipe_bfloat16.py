@@ -81,8 +81,8 @@ def main():
     print(f"\n{describe()}; matmul peak float32 {peaks['float32'] / 1e9:.0f} GFLOP/s, "
           f"bfloat16 {peaks['bfloat16'] / 1e9:.0f} GFLOP/s "
           f"({peaks['bfloat16'] / peaks['float32']:.2f}x)")
-    print(f"\n| --dtype | sequences/s | held-out masked-LM loss | accuracy (%) |\n"
-          f"|---|---|---|---|")
+    print("\n| --dtype | sequences/s | held-out masked-LM loss | accuracy (%) |\n"
+          "|---|---|---|---|")
     for dtype, (rate, ev) in results.items():
         print(f"| {dtype} | {rate:.1f} | {ev.get('masked_lm_loss', float('nan')):.3f} | "
               f"{100 * ev.get('masked_lm_accuracy', float('nan')):.1f} |")

@@ -189,7 +189,7 @@ def main():
               f" | {ratio('ours fp32', 'ort fp32'):.2f}x | "
               f"{ratio('ours int8', 'ort int8'):.2f}x |")
 
-    print(f"| SST-2 dev accuracy (%) | " + " | ".join(f"{100 * accuracy[n]:.2f}"
+    print("| SST-2 dev accuracy (%) | " + " | ".join(f"{100 * accuracy[n]:.2f}"
                                                     for n in names) + " | | |")
     row("batch 1, median latency (ms)",
         {n: 1e3 * statistics.median(v) for n, v in latency.items()}, ".2f", True)
