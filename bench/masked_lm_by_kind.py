@@ -36,11 +36,12 @@ KINDS = ("[MASK]", "kept", "random")
 
 
 def mask_id(vocab_file):
-    with open(vocab_file, encoding="utf-8") as f:
-        for index, line in enumerate(f):
-            if line.rstrip("\n") == "[MASK]":
-                return index
-    sys.exit(f"{vocab_file}: no [MASK] line; give the vocabulary the model was trained with.")
+    from text.tokenization import load_vocab
+    vocab = load_vocab(vocab_file)
+    if "[MASK]" not in vocab:
+        sys.exit(f"{vocab_file}: no [MASK] line; give the vocabulary the model was trained "
+                 f"with.")
+    return vocab["[MASK]"]
 
 
 def kinds_of(batch, mask):
@@ -50,7 +51,7 @@ def kinds_of(batch, mask):
     return np.where(batch["masked_lm_weights"] > 0, kind, -1)
 
 
-def score(export_dir, eval_file, mask, dtype, batch_size=64):
+def score(export_dir, eval_file, mask, dtype, seq, predictions, batch_size=64):
     """{kind: (right, count, summed cross-entropy)} of the model in `export_dir`."""
     import keras
     import tensorflow as tf
@@ -71,10 +72,6 @@ def score(export_dir, eval_file, mask, dtype, batch_size=64):
             labels=batch["masked_lm_ids"], logits=logits)
         return tf.argmax(logits, -1, output_type=tf.int32), xent
 
-    first = next(iter(tf.data.TFRecordDataset(eval_file).take(1)))
-    example = tf.train.Example.FromString(first.numpy())
-    seq = len(example.features.feature["input_ids"].int64_list.value)
-    predictions = len(example.features.feature["masked_lm_ids"].int64_list.value)
     for batch in pretraining_dataset([eval_file], batch_size, seq, predictions, False):
         guess, xent = (t.numpy() for t in predict(batch))
         batch = {k: v.numpy() for k, v in batch.items()}
@@ -93,8 +90,16 @@ def main():
     parser.add_argument("--vocab_file", required=True)
     parser.add_argument("--models", required=True,
                         help="NAME=EXPORT_DIR,...: the models to score, in table order")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     args = parser.parse_args()
+    from tasks.pretraining.input import InputError, check_first_record
+    try:
+        check_first_record(args.eval_input_file, args.max_seq_length,
+                           args.max_predictions_per_seq)
+    except InputError as err:
+        sys.exit(str(err))
     models = []
     for item in args.models.split(","):
         name, sep, folder = item.partition("=")
@@ -108,7 +113,8 @@ def main():
           " | positions ([MASK] / kept / random) |")
     print("|---|---|---|---|---|---|")
     for name, folder in models:
-        totals = score(folder, args.eval_input_file, mask, args.dtype)
+        totals = score(folder, args.eval_input_file, mask, args.dtype, args.max_seq_length,
+                       args.max_predictions_per_seq)
         right = sum(t[0] for t in totals.values())
         count = sum(t[1] for t in totals.values())
         xent = sum(t[2] for t in totals.values())
