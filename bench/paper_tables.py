@@ -51,6 +51,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, ROOT)
+
+from common.file_io import atomic_write_text  # noqa: E402
 
 # The small scale's sequence length of pre-training and fine-tuning (the paper: 128 then
 # 512; 64 here, so that a table fits in about half an hour on two cores), and masked
@@ -260,8 +263,7 @@ class Bench:
             docs = [d for d in text.split("\n\n") if d.strip()]
             cut = len(docs) * 9 // 10
             for path, part in ((train, docs[:cut]), (held_out, docs[cut:])):
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write("\n\n".join(part) + "\n\n")
+                atomic_write_text(path, "\n\n".join(part) + "\n\n")
         return train, held_out
 
     def vocab(self):
@@ -323,8 +325,7 @@ class Bench:
             "max_position_embeddings": SEQ, "type_vocab_size": 2}
         model.update(vocab_size=vocab_size, hidden_size=H, num_hidden_layers=L,
                      num_attention_heads=A, intermediate_size=4 * H)
-        with open(config, "w") as f:
-            json.dump(model, f)
+        atomic_write_text(config, json.dumps(model))
         records = self.records(masking)
         out = os.path.join(folder, "run")
         seconds = self.run("run_pretraining.py", dict({
@@ -397,9 +398,8 @@ class Bench:
             source = os.path.join(self.work, "pretrain", self.base_name(), "bert_config.json")
         if not os.path.exists(os.path.join(folder, "bert_config.json")):
             os.makedirs(folder, exist_ok=True)
-            with open(source) as src, open(os.path.join(folder, "bert_config.json"),
-                                           "w") as dst:
-                dst.write(src.read())
+            with open(source) as src:
+                atomic_write_text(os.path.join(folder, "bert_config.json"), src.read())
         return folder
 
     # ------------------------------------------------------------------ tasks
@@ -424,23 +424,21 @@ class Bench:
                 dev = f.readlines()
             parts = {"train.tsv": lines[:self.args.train_examples + 1], "dev.tsv": dev}
         for name, part in parts.items():
-            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                f.writelines(part)
+            atomic_write_text(os.path.join(folder, name), "".join(part))
         return folder
 
     def ner_data(self):
         folder = os.path.join(self.work, "conll")
-        if not os.path.exists(os.path.join(folder, "eng.testa")):
+        if not os.path.exists(os.path.join(folder, "eng.testb")):  # the last written
             os.makedirs(folder, exist_ok=True)
             source = os.path.join(self.args.shared_dir, "conll2003")
             with open(os.path.join(source, "eng.train"), encoding="utf-8") as f:
                 sentences = f.read().split("\n\n")
-            with open(os.path.join(folder, "eng.train"), "w", encoding="utf-8") as f:
-                f.write("\n\n".join(sentences[:self.args.ner_sentences]) + "\n")
+            atomic_write_text(os.path.join(folder, "eng.train"),
+                              "\n\n".join(sentences[:self.args.ner_sentences]) + "\n")
             for name in ("eng.testa", "eng.testb"):
-                with open(os.path.join(source, name), encoding="utf-8") as src, \
-                        open(os.path.join(folder, name), "w", encoding="utf-8") as dst:
-                    dst.write(src.read())
+                with open(os.path.join(source, name), encoding="utf-8") as src:
+                    atomic_write_text(os.path.join(folder, name), src.read())
         return folder
 
     def fine_tune(self, model, task, tag, seed, **extra):
