@@ -26,7 +26,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
@@ -94,6 +93,8 @@ def main():
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     args = parser.parse_args()
+    from cli import quiet
+    quiet.quiet_tensorflow_start()
     from tasks.pretraining.input import InputError, check_first_record
     try:
         check_first_record(args.eval_input_file, args.max_seq_length,
