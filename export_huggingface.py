@@ -20,14 +20,14 @@ import cli
 from cli.flags import config_from_flags, define_settings
 from common import file_io
 from common.settings import setting
-from common.shared_settings import ModelFiles, Vocabulary
+from common.shared_settings import ModelFiles, ModelVocabulary
 from tasks import registry
 
 TASKS = registry.load_all()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HuggingFaceExportSettings(ModelFiles, Vocabulary):
+class HuggingFaceExportSettings(ModelFiles, ModelVocabulary):
     """This script's settings (the vocabulary, when given, is copied beside the model);
     each task's own settings that build its model (labels...) are added below."""
     output_dir: str = setting(help="The Hugging Face model folder to write.")
@@ -49,6 +49,7 @@ FLAGS = flags.FLAGS
 def main(_):
     import modeling
     from modeling.huggingface import architecture, save_huggingface
+    from text.tokenization import check_vocabulary_fits
 
     file_io.refuse_inputs_as_outputs(
         {"output_dir": FLAGS.output_dir},
@@ -56,6 +57,9 @@ def main(_):
                                                "vocab_file", "labels_file")
          if name in FLAGS})
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+    if FLAGS.vocab_file:
+        check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
+                              FLAGS.vocab_smaller_than_model)
     labels = None
     if FLAGS.task_type == "encoder":
         model = modeling.BertEncoder(config)

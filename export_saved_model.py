@@ -24,7 +24,7 @@ import cli
 from cli.flags import config_from_flags, define_settings, require_flags
 from common import file_io
 from common.settings import setting
-from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
+from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
 from tasks import registry
 
 # Built in, beside the tasks: the TF Hub-style encoder and its preprocessor.
@@ -37,7 +37,7 @@ def _has_saved_model(entry):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ExportSettings(ModelFiles, Vocabulary, SequenceLength):
+class ExportSettings(ModelFiles, ModelVocabulary, SequenceLength):
     """This script's settings; each task's own export settings are added below."""
     task_type: str = setting(
         "classification", choices=registry.names(where=_has_saved_model) + list(HUB_TYPES),
@@ -67,6 +67,7 @@ def main(_):
     require_flags(FLAGS, ("vocab_file", "export_dir") + (
         () if FLAGS.task_type == "preprocessor" else ("bert_config_file", "init_checkpoint")))
     import modeling
+    from text.tokenization import check_vocabulary_fits
 
     file_io.refuse_inputs_as_outputs(
         {"export_dir": FLAGS.export_dir},
@@ -79,6 +80,8 @@ def main(_):
                             FLAGS.max_seq_length)
         return logging.info("Exported a preprocessor to %s.", FLAGS.export_dir)
     config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+    check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
+                          FLAGS.vocab_smaller_than_model)
     if FLAGS.task_type != "encoder" or FLAGS["max_seq_length"].present:
         config.check_max_seq_length(FLAGS.max_seq_length)  # the encoder takes any length
     # --tflite asked for: required; by default: when the model converts; --notflite: none.

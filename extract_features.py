@@ -22,12 +22,12 @@ from absl import app, flags, logging
 import cli
 from cli.flags import define_settings
 from common.settings import setting
-from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
+from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
 
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FeatureSettings(ModelFiles, Vocabulary, SequenceLength):
+class FeatureSettings(ModelFiles, ModelVocabulary, SequenceLength):
     """This script's settings, the original's names."""
     input_file: str = setting(help="Text file with one example per line; 'text_a ||| "
                               "text_b' for a pair.")
@@ -77,7 +77,7 @@ def main(_):
     from common import file_io
     from text import packing
     from common.progress import Progress
-    from text.tokenization import FullTokenizer
+    from text.tokenization import FullTokenizer, check_vocabulary_fits
     from modeling import feature_extraction
 
     if FLAGS.output_format == "npy" and FLAGS.pooling == "none":
@@ -93,10 +93,9 @@ def main(_):
     config.check_max_seq_length(FLAGS.max_seq_length)
     layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers,
                                                            config.num_hidden_layers)
+    check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
+                          FLAGS.vocab_smaller_than_model)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    if max(tokenizer.vocab.values()) >= config.vocab_size:
-        raise ValueError(f"{FLAGS.vocab_file} has ids up to {max(tokenizer.vocab.values())} "
-                         f"but vocab_size is {config.vocab_size} in {FLAGS.bert_config_file}.")
     examples = feature_extraction.read_examples(FLAGS.input_file)
     packed = [(uid, packing.pack(tokenizer, a, b, FLAGS.max_seq_length))
               for uid, a, b in examples]

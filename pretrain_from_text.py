@@ -74,11 +74,29 @@ def say(text):
     print(text, file=sys.stderr, flush=True)
 
 
+def fine_tuning_advice(export, vocab, do_lower_case):
+    """The commands that fine-tune the run's checkpoint: on the user's own labelled
+    sentences (the generic task's files and columns), and on a GLUE task."""
+    model = (f"--bert_config_file={export}/bert_config.json "
+             f"--init_checkpoint={export}/bert_model.ckpt \\\n    --vocab_file={vocab} "
+             f"--do_lower_case={do_lower_case} --max_seq_length=128")
+    return (
+        "Fine-tune it on your own sentence-classification set (my_data/train.tsv and "
+        "dev.tsv with the columns text_a and label; docs/classification.md):\n"
+        f"  python run_classifier.py --task_name=generic --data_dir=my_data "
+        f"--text_a_column=text_a --label_column=label \\\n    {model} --do_train --do_eval "
+        f"--output_dir=my_classifier\n"
+        "or on a GLUE task, e.g. SST-2 in glue_data/SST-2:\n"
+        f"  python run_classifier.py --task_name=SST-2 --data_dir=glue_data/SST-2 \\\n"
+        f"    {model} --do_train --do_eval --output_dir=sst2_classifier")
+
+
 def main(_):
     from data_prep import corpus
     from tasks.pretraining import from_text
     from training import runner
     from training.config import RuntimeConfig
+    from training.preemption import TrainingStopped
 
     config_from_flags(FromTextSettings, FLAGS)  # checks the values before any work
     files = corpus.expand_input_patterns(FLAGS.input_text)
@@ -114,6 +132,11 @@ def main(_):
         try:
             seconds = from_text.calibrate(heldout_records, config_file, scratch, runtime,
                                           objective)
+        except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
+            raise stopped.saying(
+                "the speed measurement (stage 3) is not kept. Rerun the same command: it "
+                "keeps the documents, vocabulary and held-out records, and measures "
+                "again.") from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         plan = from_text.choose_plan(out, FLAGS.budget_minutes, os.path.getsize(train_text),
@@ -153,12 +176,7 @@ def main(_):
             f"(always answering the more frequent label: "
             f"{results['next_sentence_majority_accuracy']:.1%}).")
     say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")
-    say("Fine-tune it, e.g. on your own sentence-classification set:\n"
-        f"  python run_classifier.py --task_name=SST-2 --data_dir=my_data --do_train "
-        f"--do_eval \\\n    --bert_config_file={export}/bert_config.json "
-        f"--init_checkpoint={export}/bert_model.ckpt \\\n    --vocab_file={vocab} "
-        f"--do_lower_case={FLAGS.do_lower_case} --max_seq_length=128 "
-        f"--output_dir=my_classifier")
+    say(fine_tuning_advice(export, vocab, FLAGS.do_lower_case))
     logging.info("Pre-training from text finished: %s", results)
 
 

@@ -16,7 +16,8 @@ a Hugging Face model folder). Setting
 `--verbosity`) shows the libraries' INFO lines again.
 
 A known error (a bad input, config or flag, a file that cannot be read or written, a
-diverged run) prints its message as `error: ...` and exits with status 1; its full
+diverged run) prints its message's first line as `error: ...` (the rest, a listing, goes
+to the log) and exits with status 1; its full
 traceback goes to a log file named on the next line (`<output_dir>/log.txt` when the
 script has an existing `--output_dir`, else a file in the system's temporary folder),
 not to the console. A run that fails before writing anything takes back the folders it
@@ -252,9 +253,12 @@ def _guarded(main, argv):
         log = _write_log(exc, script)
         log = _take_back_output_dir(script) or log
         if is_known(exc):
-            print(f"error: {message(exc)}", file=sys.stderr)
+            line, _, detail = message(exc).partition("\n")
+            print(f"error: {line}", file=sys.stderr)
             if log:
-                print(f"(the full traceback is in {log})", file=sys.stderr)
+                what = "details and the full traceback are" if detail.strip() else \
+                    "full traceback is"
+                print(f"(the {what} in {log})", file=sys.stderr)
         else:
             traceback.print_exception(exc, file=sys.stderr)
             print(f"This is a bug in {script}, not a problem with your input: please "

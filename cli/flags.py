@@ -161,14 +161,23 @@ def require_flags(flag_values, names):
 def configs_from_flags(flag_values, *config_classes):
     """`config_from_flags` of each class, after checking that no required field of any of
     them lacks its flag (every missing flag named at once). A grid flag with several
-    values (`grid_axes`) gets its first one here. Returns a tuple."""
+    values (`grid_axes`) gets its first one here (each of the others is checked by
+    building its config too). Returns a tuple."""
     require_flags(flag_values, [field.name for config_class in config_classes
                                 for field in dataclasses.fields(config_class)
                                 if _required(field) and field.name in flag_values])
-    firsts = {name: values[0] for name, values in grid_axes(flag_values).items()}
-    return tuple(config_from_flags(c, flag_values, **{
-        name: value for name, value in firsts.items()
-        if name in {f.name for f in dataclasses.fields(c)}}) for c in config_classes)
+    axes = grid_axes(flag_values)
+
+    def build(config_class, index):
+        fields = {f.name for f in dataclasses.fields(config_class)}
+        return config_from_flags(config_class, flag_values, **{
+            name: values[min(index, len(values) - 1)] for name, values in axes.items()
+            if name in fields})
+
+    for index in range(1, max(map(len, axes.values()), default=0)):
+        for config_class in config_classes:  # every grid value is checked now, too
+            build(config_class, index)
+    return tuple(build(c, 0) for c in config_classes)
 
 
 def config_from_flags(config_class, flag_values, **overrides):

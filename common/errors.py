@@ -8,10 +8,18 @@ entry point (`cli.boundary`).
 import re
 
 
+# The Python traceback TensorFlow puts in a graph error's text ("Detected at node ...
+# defined at (most recent call last):" and its indented "File ..." lines and blank lines).
+_GRAPH_TRACEBACK = re.compile(
+    r"(Graph execution error:\s*)?Detected at node [^\n]*(\n[ \t][^\n]*|\n[ \t]*(?=\n))*\n?")
+
+
 def op_error_text(err):
     """A TensorFlow error's text without its graph decorations (`{{function_node ...}}`,
-    `[[node ...]]`, `[Op:...]`), on one line."""
+    `[[node ...]]`, `[Op:...]`, the traceback of where the op was defined), on one
+    line."""
     text = getattr(err, "message", None) or str(err)
+    text = _GRAPH_TRACEBACK.sub("", text)
     text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
     text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)
     text = re.sub(r"\s*\[Op:[^\]]*\]( name: \S*)?", "", text)

@@ -52,6 +52,16 @@ class Vocabulary(Casing, VocabularyFile):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelVocabulary(Vocabulary):
+    """A model's vocabulary: its length must be the model's `vocab_size` (checked before
+    anything runs, `text.tokenization.check_vocabulary_fits`)."""
+    vocab_smaller_than_model: bool = setting(
+        False, help="Accept a --vocab_file with fewer tokens than the model's vocab_size "
+        "(an embedding table padded on purpose); otherwise a vocabulary of another length "
+        "than the model's is refused.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SequenceLength:
     """The input length."""
     max_seq_length: int = setting(

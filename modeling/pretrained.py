@@ -57,12 +57,15 @@ def casing(folder):
     return None
 
 
-def from_pretrained(folder, do_lower_case=None):
+def from_pretrained(folder, do_lower_case=None, vocab_smaller_than_model=False):
     """The encoder of `folder` with its weights, and its tokenizer.
 
     Args:
         folder: str. See the module docstring.
         do_lower_case: bool or None. None: as the folder says (else True).
+        vocab_smaller_than_model: bool. Accept a vocab.txt with fewer tokens than the
+            config's `vocab_size` (a table padded on purpose); else it is refused, as is
+            one with more.
 
     Returns:
         (`modeling.BertEncoder`, `text.tokenization.FullTokenizer`).
@@ -78,11 +81,16 @@ def from_pretrained(folder, do_lower_case=None):
     from modeling.checkpoint import load_checkpoint
     from modeling.config import BertConfig
     from modeling.encoder import BertEncoder
-    from text.tokenization import FullTokenizer, validate_case_matches_checkpoint
+    from text.tokenization import (FullTokenizer, check_vocabulary_fits,
+                                   validate_case_matches_checkpoint)
 
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder.")
-    config = BertConfig.from_json_file(_first(folder, _CONFIGS, "model config"))
+    config_file = _first(folder, _CONFIGS, "model config")
+    config = BertConfig.from_json_file(config_file)
+    vocab_file = _vocabulary(folder)
+    check_vocabulary_fits(vocab_file, config.vocab_size, config_file,
+                          vocab_smaller_than_model, "vocab_smaller_than_model=True")
     checkpoint = _first(folder, _CHECKPOINTS, "checkpoint")
     said = casing(folder)
     if do_lower_case is None:
@@ -98,4 +106,4 @@ def from_pretrained(folder, do_lower_case=None):
         raise ValueError(f"{checkpoint}: has no value for {len(report.not_filled)} of the "
                          f"encoder's weights ({', '.join(report.not_filled[:3])}...): it is "
                          f"not a BERT checkpoint of this config.")
-    return encoder, FullTokenizer(_vocabulary(folder), do_lower_case=do_lower_case)
+    return encoder, FullTokenizer(vocab_file, do_lower_case=do_lower_case)

@@ -384,3 +384,30 @@ def _check_tokenizer_config(do_lower_case, init_checkpoint):
         raise ValueError(
             f"{path}: the model is {kind} one (\"do_lower_case\": {str(lower).lower()}) but "
             f"--do_lower_case={bool(do_lower_case)}; set --do_lower_case={lower}.")
+
+
+def check_vocabulary_fits(vocab_file, vocab_size, config_file, allow_smaller=False,
+                          allow_smaller_name="--vocab_smaller_than_model"):
+    """The vocabulary against the model's `vocab_size` (the rows of its embedding table,
+    which `modeling.load_checkpoint` checks against the checkpoint's).
+
+    A vocabulary with more tokens than the table gives ids with no row; one with fewer
+    is most often another model's vocabulary (its ids pick the wrong rows, and the run
+    trains without a word), so it is refused too, unless `allow_smaller`: a table padded
+    on purpose (e.g. to a multiple of 64), or a vocabulary cut short where the user means
+    it (`allow_smaller_name` is how the caller's user says so). Raises ValueError naming
+    both files and the fix."""
+    vocab = load_vocab(vocab_file)
+    tokens = max(vocab.values()) + 1
+    if tokens == vocab_size or (tokens < vocab_size and allow_smaller):
+        return
+    if tokens > vocab_size:
+        raise ValueError(
+            f"{vocab_file}: {tokens:,} tokens, but {config_file} has "
+            f"vocab_size {vocab_size:,}, so ids from {vocab_size:,} up have no embedding "
+            f"row: give the vocab.txt that came with this model (or its bert_config.json).")
+    raise ValueError(
+        f"{vocab_file}: {tokens:,} tokens, but {config_file} has vocab_size "
+        f"{vocab_size:,}: it is likely another model's vocabulary, whose ids would pick the "
+        f"wrong embedding rows. Give the vocab.txt that came with this model, or "
+        f"{allow_smaller_name} if its table is larger on purpose.")

@@ -14,10 +14,11 @@ fields marked `recorded` are kept beside the checkpoints (`training.run_flags`).
 """
 
 import dataclasses
+import math
 from typing import Optional
 
 from common.settings import setting
-from common.shared_settings import ModelFiles, SequenceLength, Vocabulary
+from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
 
 # The choices of the enum settings (`training.distribution`, `training.optimizers` check
 # them; named here so that this module stays light to import).
@@ -51,8 +52,35 @@ def fraction(value):
     return 0 <= value <= 1
 
 
+def at_most(high):
+    return lambda value: value <= high
+
+
+def check_learning_rate(value, flag="--learning_rate"):
+    """Refuses a rate above `LARGEST_LEARNING_RATE`: no Adam-family run of BERT trains
+    there, and the usual cause is a lost minus sign (2e5 for 2e-5), which diverges after
+    minutes of set-up. The message suggests the rate with the exponent's sign flipped."""
+    if value is None or value <= LARGEST_LEARNING_RATE:
+        return
+    exponent = math.floor(math.log10(value)) if math.isfinite(value) else 0
+    mantissa = value / 10 ** exponent if exponent else value
+    hint = f"; did you mean {mantissa:g}e-{exponent:02d}?" if exponent >= 1 and \
+        abs(mantissa - round(mantissa, 2)) < 1e-9 else "."
+    raise ValueError(f"{flag}={value!r}: must be at most {LARGEST_LEARNING_RATE} (BERT "
+                     f"fine-tunes at 1e-5 to 1e-4 and pre-trains at 1e-4 to 1e-2){hint}")
+
+
+# The sane ranges of the settings that decide a run's length and step (docs/errors.md):
+# beyond them a value is a typo, refused before TensorFlow loads.
+LARGEST_LEARNING_RATE = 0.1
+LARGEST_BATCH = 65536  # LAMB's largest BERT batch (You et al., 2019)
+LARGEST_EPOCHS = 1000
+LARGEST_STEPS = 100_000_000
+
 POSITIVE = (positive, "a positive number")
 WHOLE_POSITIVE = (at_least(1), "at least 1")
+BATCH = (lambda value: 1 <= value <= LARGEST_BATCH, f"between 1 and {LARGEST_BATCH:,}")
+STEPS = (lambda value: 1 <= value <= LARGEST_STEPS, f"between 1 and {LARGEST_STEPS:,}")
 NON_NEGATIVE = (at_least(0), "0 or more")
 FRACTION = (fraction, "between 0 and 1")
 
@@ -133,12 +161,13 @@ class TrainerConfig:
         if self.predict_from not in PREDICT_FROM:
             raise ValueError(f"--predict_from={self.predict_from!r}: must be one of "
                              f"{', '.join(PREDICT_FROM)}.")
-        check(self, {"train_batch_size": WHOLE_POSITIVE, "learning_rate": POSITIVE,
+        check(self, {"train_batch_size": BATCH, "learning_rate": POSITIVE,
                      "weight_decay_rate": NON_NEGATIVE, "clip_norm": NON_NEGATIVE,
                      "gradient_accumulation_steps": WHOLE_POSITIVE,
                      "save_checkpoints_steps": WHOLE_POSITIVE,
                      "iterations_per_loop": WHOLE_POSITIVE, "log_steps": NON_NEGATIVE,
                      "keep_checkpoint_max": WHOLE_POSITIVE})
+        check_learning_rate(self.learning_rate)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -152,13 +181,13 @@ class TaskConfig(SequenceLength, ModelFiles):
 
     def __post_init__(self):
         check(self, {"max_seq_length": (at_least(3), "at least 3 ([CLS] x [SEP])"),
-                     "eval_batch_size": WHOLE_POSITIVE})
+                     "eval_batch_size": BATCH})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FineTuningConfig(Vocabulary, TaskConfig):
+class FineTuningConfig(ModelVocabulary, TaskConfig):
     """What the fine-tuning tasks add: the vocabulary and casing of the model
-    (`common.shared_settings.Vocabulary`), a length in epochs and a warm-up share (the
+    (`common.shared_settings.ModelVocabulary`), a length in epochs and a warm-up share (the
     original's), and the prediction batch."""
     num_train_epochs: float = setting(3.0, recorded=True, grid=True,
                                       help="Training epochs.")
@@ -168,8 +197,9 @@ class FineTuningConfig(Vocabulary, TaskConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check(self, {"num_train_epochs": POSITIVE, "warmup_proportion": FRACTION,
-                     "predict_batch_size": WHOLE_POSITIVE})
+        check(self, {"num_train_epochs": (lambda v: positive(v) and v <= LARGEST_EPOCHS,
+                                          f"a positive number, at most {LARGEST_EPOCHS}"),
+                     "warmup_proportion": FRACTION, "predict_batch_size": BATCH})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -324,8 +324,8 @@ class Trainer:
                 raise TrainingDivergedError(
                     f"The loss became {out['last_loss']} at step {step}; training "
                     f"stopped without saving. The last good checkpoint is "
-                    f"{manager.latest_checkpoint or '(none)'}. Lower --learning_rate, "
-                    f"check the input data, or use --dtype=float32.")
+                    f"{manager.latest_checkpoint or '(none)'}. "
+                    f"{self._divergence_advice()}")
             log_every = log_interval(log_steps, steps_in_run, elapsed / int(out["steps"]))
             logs = self._loop_logs(out, elapsed, global_batch_size)
             self._log(step, num_train_steps, logs)
@@ -337,6 +337,20 @@ class Trainer:
             for hook in hooks:
                 hook(step, logs)
         return logs
+
+    def _divergence_advice(self):
+        """What may have made the loss non-finite, for this run: its learning rate at
+        the step, its gradient clipping and its precision."""
+        lr = _learning_rate(self.optimizer)
+        advice = [f"Lower --learning_rate (the rate at this step was {lr:.3g}"
+                  + ("; BERT trains at 1e-5 to 1e-3)" if lr > 1e-3 else ")")]
+        if not self.clip_norm:
+            advice.append("clip gradients (--clip_norm=1.0)")
+        compute = keras.mixed_precision.global_policy().compute_dtype
+        if compute != "float32":
+            advice.append(f"train in --dtype=float32 (this run computes in {compute})")
+        advice.append("check the input data")
+        return ", ".join(advice[:-1]) + " or " + advice[-1] + "."
 
     def _check_same_step(self, step):
         """Every worker must resume at the same step (each reads the chief's checkpoints:

@@ -27,12 +27,19 @@ class TrainingStopped(Exception):
     """Training stopped on a signal, after saving a checkpoint of the current step.
     `exit_status` is what the entry point exits with (128 + the signal)."""
 
-    def __init__(self, signum, step, checkpoint):
+    def __init__(self, signum, step, checkpoint, message=None):
         self.signum, self.step, self.checkpoint = signum, step, checkpoint
         self.exit_status = 128 + signum
-        super().__init__(
+        super().__init__(message or
             f"Stopped by {signal.Signals(signum).name} at step {step}; saved {checkpoint}. "
             f"Rerun the same command to resume from there.")
+
+    def saying(self, message):
+        """The same stop, with `message` in place of the resume promise (for a training
+        whose checkpoints its caller does not keep)."""
+        return TrainingStopped(self.signum, self.step, self.checkpoint,
+                               message=f"Stopped by {signal.Signals(self.signum).name}; "
+                                       f"{message}")
 
 
 class SignalWatch:

@@ -44,7 +44,7 @@ from absl import logging
 
 from common import file_io
 from text.graph_tokenizer import require_text
-from text.tokenization import validate_case_matches_checkpoint
+from text.tokenization import check_vocabulary_fits, validate_case_matches_checkpoint
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from training import checkpointing, distribution, loop, metrics_log, run_flags, run_lock
 from training.config import FineTuningConfig, RuntimeConfig
@@ -80,12 +80,14 @@ class RunResult:
 
 def model_config(task):
     """The task's `BertConfig`, after the checks every run makes before it builds a model:
-    `max_seq_length` against it, and the casing of a fine-tuning task against a released
-    checkpoint's name."""
+    `max_seq_length` against it, and a fine-tuning task's vocabulary against its
+    `vocab_size` and casing against a released checkpoint's name."""
     c = task.config
     config = BertConfig.from_json_file(c.bert_config_file)
     config.check_max_seq_length(c.max_seq_length)
     if isinstance(c, FineTuningConfig):
+        check_vocabulary_fits(c.vocab_file, config.vocab_size, c.bert_config_file,
+                              c.vocab_smaller_than_model)
         validate_case_matches_checkpoint(c.do_lower_case, c.init_checkpoint)
     return config
 
@@ -322,6 +324,24 @@ def _start_or_resume(task, trainer, runtime, lock):
             runtime, trainer, task.config), step)
 
 
+_warned_random_start = set()  # the configs warned about (a grid's runs share one)
+
+
+def _warn_if_from_random_weights(task, output_dir):
+    """A fine-tuning run that starts (not resumes) without `init_checkpoint` learns the
+    language from the task's examples alone: said once a process, on the console."""
+    c = task.config
+    if not isinstance(c, FineTuningConfig) or c.init_checkpoint or \
+            checkpoint_step(output_dir) or c.bert_config_file in _warned_random_start:
+        return
+    _warned_random_start.add(c.bert_config_file)
+    logging.warning(
+        "No --init_checkpoint: fine-tuning starts from random weights, not a pre-trained "
+        "model, and usually scores far below one. Give the checkpoint that came with "
+        "--bert_config_file (e.g. --init_checkpoint=uncased_L-12_H-768_A-12/"
+        "bert_model.ckpt) unless a model from scratch is what you want.")
+
+
 def _check_int8(task, export_dir):
     """int8 against float32 TF Lite on the task's dev requests (`int8_check.json`)."""
     requests = task.serving_requests()
@@ -350,6 +370,8 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
         require_text(f"--export_dir={export_dir} (a SavedModel that takes raw text)")
     model, restored = restore_model(task, bert_config, strategy, output_dir,
                                     restore_latest=not do_train)
+    if do_train:
+        _warn_if_from_random_weights(task, output_dir)
     chief = distribution.is_chief(strategy)
     metrics = metrics_log.MetricsLog(output_dir)
     result = RunResult(model=model)

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Optional
 
 from common.settings import setting
-from training.config import NON_NEGATIVE, WHOLE_POSITIVE, TaskConfig, check
+from training.config import NON_NEGATIVE, STEPS, WHOLE_POSITIVE, TaskConfig, check
 
 # The paper's Table 5: masked LM + next sentence (the original), masked LM alone ("No
 # NSP"), and a left-to-right LM with no next sentence ("LTR & No NSP").
@@ -42,8 +42,14 @@ class PretrainingConfig(TaskConfig):
         super().__post_init__()
         check(self, {"objective": (lambda o: o in OBJECTIVES, f"one of {list(OBJECTIVES)}"),
                      "max_predictions_per_seq": WHOLE_POSITIVE,
-                     "num_train_steps": WHOLE_POSITIVE, "num_warmup_steps": NON_NEGATIVE,
+                     "num_train_steps": STEPS, "num_warmup_steps": NON_NEGATIVE,
                      "max_eval_steps": WHOLE_POSITIVE})
+        if self.num_warmup_steps > self.num_train_steps:
+            raise ValueError(
+                f"--num_warmup_steps={self.num_warmup_steps} is more than --num_train_steps="
+                f"{self.num_train_steps}: the learning rate would never reach its peak. "
+                f"Give fewer warm-up steps (the original: 10,000 of 1,000,000; a short run: "
+                f"about a tenth).")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -175,16 +175,23 @@ def _write_documents(path, documents):
 def prepare_text(files, output_dir, split_sentences=None):
     """text/train.txt and text/heldout.txt (once; warned about when the input's layout
     looks wrong: `layout_warnings`); returns their paths. text/reading.json keeps how
-    the lines were read: a resumed run that asks otherwise is refused."""
+    the lines were read (a resumed run that asks otherwise is refused) and the layout
+    warnings, which every rerun of the run repeats."""
     split_sentences = split_sentences or None
     folder = os.path.join(output_dir, "text")
     train, heldout, reading = (os.path.join(folder, name) for name in (
         "train.txt", "heldout.txt", "reading.json"))
+    source = ", ".join(files) if len(files) <= 3 else \
+        f"{files[0]} and {len(files) - 1} more files"
     if os.path.exists(train) and os.path.exists(heldout):
-        kept = None
+        kept = {}
         if os.path.exists(reading):
             with open(reading, encoding="utf-8") as f:
-                kept = json.load(f).get("split_sentences")
+                kept = json.load(f)
+        for warning in kept.get("layout_warnings", ()):
+            logging.warning("%s (as this run read it): %s", kept.get("source", source),
+                            warning)
+        kept = kept.get("split_sentences")
         if kept != split_sentences:
             raise ValueError(
                 f"{folder}: this run's documents were read with --split_sentences="
@@ -195,12 +202,14 @@ def prepare_text(files, output_dir, split_sentences=None):
     documents = read_documents(files, split_sentences=split_sentences)
     if not documents:
         raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
-    for warning in layout_warnings(documents, split=bool(split_sentences)):
-        logging.warning("%s: %s", ", ".join(files) if len(files) <= 3 else
-                        f"{files[0]} and {len(files) - 1} more files", warning)
+    warnings = layout_warnings(documents, split=bool(split_sentences))
+    for warning in warnings:
+        logging.warning("%s: %s", source, warning)
     training, held = split_documents(documents)
     os.makedirs(folder, exist_ok=True)
-    file_io.atomic_write_text(reading, json.dumps({"split_sentences": split_sentences}))
+    file_io.atomic_write_text(reading, json.dumps({
+        "split_sentences": split_sentences, "source": source,
+        "layout_warnings": warnings}))
     _write_documents(heldout, held)
     _write_documents(train, training)
     logging.info("%d documents: %d for training, %d held out for evaluation.",
