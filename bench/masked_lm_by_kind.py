@@ -93,7 +93,7 @@ def main():
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     args = parser.parse_args()
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     from tasks.pretraining.input import InputError, check_first_record
     try:

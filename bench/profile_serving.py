@@ -61,7 +61,7 @@ def main():
     args = parser.parse_args()
     from common import onednn
     onednn.decide(log=print)
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     import tensorflow as tf
     import tensorflow_text  # noqa: F401

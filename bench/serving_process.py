@@ -93,7 +93,7 @@ def main():
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     set_onednn(args.onednn)
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     work = args.work_dir or tempfile.mkdtemp(prefix="serving_process_")
     os.makedirs(work, exist_ok=True)

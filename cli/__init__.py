@@ -1,13 +1,13 @@
 """The command-line layer: what every entry point shares and no library code imports.
 
   boundary.py     `cli.run(main)`: a quiet console, a full log file, one error boundary
-  quiet.py        TensorFlow imported without its start-up chatter on the console
   flags.py        the absl flags of the training scripts and flags -> frozen configs
   fine_tuning.py  a fine-tuning script's flags, stages and run, by task name
 
 Pipeline position: the top of every script (`run_*.py`, `export_*.py`,
 `extract_features.py`, `demo.py`, the `data_prep` tools). Importing it quiets
-TensorFlow's start-up, so scripts import it before anything that imports TensorFlow.
+TensorFlow's start-up (`common.quiet`), so scripts import it before anything that imports
+TensorFlow.
 """
 
 from cli.boundary import LOG_FILE, quiet_console, run

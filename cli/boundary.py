@@ -43,7 +43,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from cli import quiet
+from common import quiet
 from common import onednn
 from common.errors import op_error_text
 

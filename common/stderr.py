@@ -3,7 +3,7 @@ the duration of a block.
 
 Pipeline position: wherever a library we call writes start-up lines straight to the
 process's stderr (TensorFlow's import, TF Lite's delegate), below Python's `sys.stderr`:
-the command-line layer (`cli.quiet`) and `serving` keep them off the console.
+TensorFlow's import (`common.quiet`) and `serving` keep them off the console.
 """
 
 import os

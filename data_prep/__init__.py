@@ -10,3 +10,7 @@ Pipeline position: the first stage (text -> TFRecords). It uses the text layer (
 and `common`; its tools' command lines go through `cli`. The fine-tuning tasks' readers
 live in their folders under `tasks/`.
 """
+
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines

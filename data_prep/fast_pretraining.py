@@ -465,7 +465,7 @@ def tokenize_lines(tokenizer, lines, tf):
 
 
 def _worker_main(job, queue):
-    from cli import quiet
+    from common import quiet
     tf = quiet.import_tensorflow()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)

@@ -10,6 +10,10 @@ model's input contract) is read without Keras and TensorFlow, as a serving proce
 
 import importlib
 
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines
+
 _HOMES = {
     "modeling.checkpoint": ("CheckpointError", "CheckpointReadError", "LoadReport",
                             "load_checkpoint", "save_google_checkpoint",

@@ -261,6 +261,8 @@ def _layout_rule(reader, rule):
     return mapping.IDENTITY if reader.keras_layout else rule
 
 
+# The embedding table, whose rows are the vocabulary's ids.
+WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 # Where `modeling.heads.BiLSTM` weights are named (see `modeling.models`).
 BILSTM_SCOPE = "cls/bilstm/"
 
@@ -268,16 +270,23 @@ BILSTM_SCOPE = "cls/bilstm/"
 def _check_fit(reader, targets, strict):
     """Raises `CheckpointError` unless the checkpoint fits the model (see
     `load_checkpoint`); returns the model weights it does not fill."""
-    mismatches, not_filled = [], []
+    mismatches, not_filled, rows = [], [], None
     for name, (variable, rule) in targets.items():
         if name not in reader.shapes:
             not_filled.append(name)
             continue
         ckpt_shape = mapping.rule_shape(reader.keras_shape(name), _layout_rule(reader, rule))
         if tuple(ckpt_shape) != tuple(variable.shape):
+            if name == WORD_EMBEDDINGS and tuple(ckpt_shape)[1:] == tuple(variable.shape)[1:]:
+                rows = (ckpt_shape[0], variable.shape[0])
             mismatches.append(
                 f"checkpoint variable '{name}' has shape {list(ckpt_shape)} (in the model's "
                 f"layout) but model weight '{variable.path}' has shape {list(variable.shape)}")
+    if rows:  # the one mismatch a user meets most: the config of another vocabulary
+        raise CheckpointError(
+            f"{reader.path}: its word embeddings have {rows[0]:,} rows but the config's "
+            f"vocab_size is {rows[1]:,}: give the bert_config.json (and vocab.txt) that "
+            f"came with this checkpoint.")
     if mismatches:
         raise CheckpointError(
             f"{reader.path}: the checkpoint does not fit this model ({len(mismatches)} shape "

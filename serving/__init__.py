@@ -8,9 +8,14 @@ Pipeline position: the last stage (fine-tuning -> SavedModel). Each task's own s
 live in its folder (`tasks/*/export.py`), built on `saved_model.ServingModule`; the
 Hugging Face export is model-level and lives in `modeling.huggingface`.
 
-Importing `serving` has no side effects: it imports no TensorFlow (nor does `load` of an
-export that TF Lite serves), measures nothing and prints nothing.
+Importing `serving` imports no TensorFlow (nor does `load` of an export that TF Lite
+serves), measures nothing and prints nothing; it only arranges for TensorFlow's start-up
+lines, should a SavedModel backend import it, to stay off the console (`common.quiet`).
 """
+
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines
 
 
 def load(export_dir, **options):

@@ -10,3 +10,7 @@ NumPy, for `serving.load`.
 Each task has one name, used by its folder, its `Task.name` and the export scripts'
 `--task_type`; `registry.canonical_name` also accepts the names older command lines used.
 """
+
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines

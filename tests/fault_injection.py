@@ -1,6 +1,7 @@
 """Runs an entry point with a fault injected at the Nth call of a function: the process is
-killed (SIGKILL, as a power cut or an OOM killer would) or the call fails with "no space
-left on device". For the fault suite (tests/test_faults.py).
+killed (SIGKILL, as a power cut or an OOM killer would), the call fails with "no space
+left on device", or the process gets SIGINT (Ctrl-C) and the call goes on. For the fault
+suite (tests/test_faults.py).
 
     python tests/fault_injection.py kill os.replace 2 -- run_classifier.py --flag=...
     python tests/fault_injection.py enospc tensorflow.io.TFRecordWriter.write 5 \
@@ -51,6 +52,9 @@ def inject(kind, target, nth):
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
+            if kind == "sigint":
+                os.kill(os.getpid(), signal.SIGINT)
+                return original(*args, **kwargs)
             raise OSError(errno.ENOSPC, "No space left on device (injected)")
         return original(*args, **kwargs)
 
@@ -59,7 +63,7 @@ def inject(kind, target, nth):
 
 def main():
     kind, target, nth, separator, *command = sys.argv[1:]
-    assert separator == "--" and kind in ("kill", "enospc"), sys.argv
+    assert separator == "--" and kind in ("kill", "enospc", "sigint"), sys.argv
     sys.path.insert(0, ROOT)
     inject(kind, target, int(nth))
     if command[0] == "-m":

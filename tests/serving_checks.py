@@ -22,9 +22,12 @@ def text_signature(export_dir):
 def assert_same(fast, saved):
     """The same keys, shapes and dtypes; strings and integers equal; probabilities to
     1e-5, logits and scores to 1e-4 (TF Lite's XNNPACK and TensorFlow's kernels round
-    differently)."""
-    assert set(fast) == set(saved)
-    for key in saved:
+    differently). A tagging fast path's `entities` (Python lists, which no signature can
+    answer) are compared where both have them."""
+    assert set(fast) - {"entities"} == set(saved) - {"entities"}
+    if "entities" in saved:
+        assert fast["entities"] == saved["entities"]
+    for key in set(saved) - {"entities"}:
         assert fast[key].shape == saved[key].shape, key
         assert fast[key].dtype == saved[key].dtype, key
         if saved[key].dtype == object:

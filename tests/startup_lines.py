@@ -4,7 +4,7 @@ The lines differ by CPU and drivers: a oneDNN notice on Intel CPUs where TensorF
 it on, none on AMD; a CUDA-driver notice on machines without a GPU; a CPU-features notice
 only where the binary lacks some of the CPU's instructions. Tests that check the quiet
 console ask a plain `import tensorflow` in a fresh process which lines to expect, with the
-level `cli.quiet` sets, instead of naming one of them.
+level `common.quiet` sets, instead of naming one of them.
 """
 
 import functools

@@ -1,6 +1,7 @@
 """Checkpoint loading and saving in every format, and its error messages."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -198,6 +199,7 @@ def test_from_pretrained_reads_google_hugging_face_and_our_folders(tmp_path, tin
     weights = ref.random_google_weights(tiny_config_dict, np.random.default_rng(2))
     want = ref.encoder_forward(weights, tiny_config_dict, **tiny_inputs)["pooled_output"]
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+    vocab += [f"[unused{i}]" for i in range(tiny_config_dict["vocab_size"] - len(vocab))]
     google = tmp_path / "cased_L-2_H-16_A-4"  # a release name: cased
     google.mkdir()
     write_tf1_checkpoint(weights, str(google / "bert_model.ckpt"))
@@ -223,3 +225,39 @@ def test_from_pretrained_reads_google_hugging_face_and_our_folders(tmp_path, tin
     np.testing.assert_allclose(encoder(tiny_inputs)["pooled_output"], want, atol=1e-5)
     with pytest.raises(ValueError, match="no model config"):
         modeling.from_pretrained(str(tmp_path / "run"))
+
+
+def test_from_pretrained_refuses_a_vocabulary_of_another_length(tmp_path, tiny_config_dict):
+    """vocab.txt must have the config's vocab_size lines: fewer is most often another
+    model's vocabulary (refused unless the caller says the table is larger on purpose),
+    more would give ids without an embedding row; and it is said before any weight is
+    read, in one line naming both files. A session that calls it prints no TensorFlow
+    start-up line."""
+    import json
+    import subprocess
+    import sys
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "bert_config.json").write_text(json.dumps(tiny_config_dict))
+    modeling.save_google_checkpoint(modeling.BertEncoder(modeling.BertConfig(
+        **tiny_config_dict)), str(folder / "bert_model.ckpt"))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(60)]
+    for size, words in ((30, "30 tokens"), (45, "45 tokens")):
+        (folder / "vocab.txt").write_text("\n".join(tokens[:size]) + "\n")
+        with pytest.raises(ValueError, match=f"vocab.txt: {words}, but .*bert_config.json "
+                                             f"has vocab_size 40"):
+            modeling.from_pretrained(str(folder))
+    (folder / "vocab.txt").write_text("\n".join(tokens[:30]) + "\n")
+    with pytest.raises(ValueError, match="vocab_smaller_than_model=True"):
+        modeling.from_pretrained(str(folder))
+    encoder, tokenizer = modeling.from_pretrained(str(folder), vocab_smaller_than_model=True)
+    assert encoder.vocab_size == 40 and len(tokenizer.vocab) == 30
+    (folder / "vocab.txt").write_text("\n".join(tokens[:40]) + "\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    session = subprocess.run(
+        [sys.executable, "-c", "import sys, modeling; e, t = modeling.from_pretrained("
+         "sys.argv[1]); print(e.vocab_size)", str(folder)], cwd=root, capture_output=True,
+        text=True, env=dict(env, PYTHONPATH=root), timeout=300)
+    assert session.returncode == 0 and session.stdout.strip() == "40", session.stderr
+    assert session.stderr == ""

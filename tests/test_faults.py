@@ -199,7 +199,7 @@ ERROR_CASES = [
     ("flag_negative_learning_rate", lambda w, o: classifier(w, o, learning_rate=-1e-3),
      ["--learning_rate=-0.001: must be a positive number"], ["train_flags.json"]),
     ("flag_zero_batch", lambda w, o: pretraining(w, o, train_batch_size=0),
-     ["--train_batch_size=0: must be at least 1"], []),
+     ["--train_batch_size=0: must be between 1 and 65,536"], []),
     ("flag_negative_epochs", lambda w, o: ner(w, o, num_train_epochs=-3),
      ["--num_train_epochs=-3.0: must be a positive number"], ["ckpt-1.index"]),
     ("flag_warmup_above_one", lambda w, o: squad(w, o, warmup_proportion=2),
@@ -218,6 +218,23 @@ ERROR_CASES = [
      ["--train_batch_size=7", "multiple of 2"], []),
     ("flag_max_seq_length_two", lambda w, o: classifier(w, o, max_seq_length=2),
      ["--max_seq_length=2: must be at least 3"], []),
+    # Out of sane ranges: a typo, refused before anything runs (docs/errors.md).
+    ("flag_learning_rate_lost_its_minus", lambda w, o: classifier(w, o, learning_rate=2e5),
+     ["--learning_rate=200000.0: must be at most 0.1", "did you mean 2e-05?"],
+     ["train_flags.json"]),
+    ("flag_learning_rate_grid_value", lambda w, o: ner(w, o, learning_rate="2e-5,3e4"),
+     ["--learning_rate=30000.0: must be at most 0.1", "did you mean 3e-04?"], []),
+    ("flag_batch_beyond_any_bert_run", lambda w, o: classifier(w, o, train_batch_size=10 ** 6),
+     ["--train_batch_size=1000000: must be between 1 and 65,536"], []),
+    ("flag_eval_batch_beyond_any_bert_run", lambda w, o: squad(w, o, eval_batch_size=10 ** 6),
+     ["--eval_batch_size=1000000: must be between 1 and 65,536"], []),
+    ("flag_epochs_beyond_sense", lambda w, o: classifier(w, o, num_train_epochs=30000),
+     ["--num_train_epochs=30000.0: must be a positive number, at most 1000"], []),
+    ("flag_steps_beyond_sense", lambda w, o: pretraining(w, o, num_train_steps=10 ** 9),
+     ["--num_train_steps=1000000000: must be between 1 and 100,000,000"], []),
+    ("flag_warmup_longer_than_training", lambda w, o: pretraining(
+        w, o, num_train_steps=4, num_warmup_steps=10),
+     ["--num_warmup_steps=10 is more than --num_train_steps=4"], ["ckpt-4.index"]),
     # checkpoints
     ("checkpoint_missing", lambda w, o: classifier(w, o, init_checkpoint=w / "nope.ckpt"),
      ["nope.ckpt"], ["ckpt-3.index"]),
@@ -232,6 +249,26 @@ ERROR_CASES = [
         bert_config_file=_config(w, "wider.json", hidden_size=64, intermediate_size=64)),
      ["model.ckpt", "does not fit this model"], []),
     # vocabularies
+    ("vocab_shorter_than_the_model", lambda w, o: classifier(
+        w, o, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
+     ["short_vocab.txt: 30 tokens", "bert_config.json has vocab_size 40",
+      "--vocab_smaller_than_model"], ["ckpt-1.index"]),
+    ("vocab_longer_than_the_model", lambda w, o: ner(
+        w, o, vocab_file=_broken(w, "long_vocab.txt", "\n".join(
+            VOCAB + [f"extra{i}" for i in range(10)]) + "\n")),
+     ["long_vocab.txt: 50 tokens", "vocab_size 40", "no embedding row"], ["ckpt-1.index"]),
+    ("vocab_shorter_for_features", lambda w, o: features(
+        w, o, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
+     ["short_vocab.txt: 30 tokens", "vocab_size 40"], ["features.jsonl"]),
+    ("vocab_shorter_for_an_export", lambda w, o: exporter(
+        w, o, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
+     ["short_vocab.txt: 30 tokens", "vocab_size 40"], ["export"]),
+    ("checkpoint_of_another_vocab_size", lambda w, o: classifier(
+        w, o, init_checkpoint=w / "ckpt" / "model.ckpt",
+        bert_config_file=_config(w, "vocab50.json", vocab_size=50),
+        vocab_file=_broken(w, "long_vocab.txt", "\n".join(
+            VOCAB + [f"extra{i}" for i in range(10)]) + "\n")),
+     ["model.ckpt", "word embeddings have 40 rows", "vocab_size is 50"], ["ckpt-1.index"]),
     ("vocab_blank_line", lambda w, o: classifier(
         w, o, vocab_file=_broken(w, "blank_vocab.txt", "\n".join(VOCAB[:7] + [""] + VOCAB[7:]))),
      ["blank_vocab.txt", "blank line(s) 8"], []),
@@ -519,6 +556,21 @@ def test_killed_feature_cache_is_rebuilt(world, tmp_path):
     rerun = _run(argv)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert cached() and not _leftovers(out)
+
+
+def test_ctrl_c_while_pretrain_from_text_measures_its_speed_promises_no_resume(world,
+                                                                              tmp_path):
+    """Ctrl-C during stage 3's timing run (its first logged loop): the command exits 130
+    saying the measurement is not kept, and promises no checkpoint to resume from (the
+    timing run's folder is removed); stages 1-2 are kept for the rerun."""
+    out = tmp_path / "out"
+    stopped = _inject("sigint", "training.loop.Trainer._log", 1, from_text(world, out))
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    assert "the speed measurement (stage 3) is not kept" in stopped.stderr
+    assert "resume from there" not in stopped.stderr
+    assert not [n for n in os.listdir(out) if n.startswith("calibration-")]
+    assert (out / "vocab.txt").exists() and (out / "records" / "heldout.tfrecord").exists()
+    assert not (out / "recipe.json").exists()
 
 
 def test_damaged_newest_checkpoint_falls_back_to_the_one_before(world, tmp_path):

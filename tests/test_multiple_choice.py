@@ -204,6 +204,15 @@ def test_run_swag_learns_the_rule_predicts_and_serves(toy, tmp_path):
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
     assert [int(row[4]) for row in rows] == list(probabilities.argmax(-1))
     assert [row[5] for row in rows] == [t["choices"][int(r[4])] for t, r in zip(test, rows)]
+    # The same for people: a header, each example's id, context and question.
+    table = [line.split("\t") for line in
+             (out / "test_predictions.tsv").read_text(encoding="utf-8").splitlines()]
+    assert table[0] == ["id", "context", "question", "answer", "answer_text", "p(0)", "p(1)",
+                        "p(2)", "p(3)"]
+    assert [r[1] for r in table[1:]] == [" ".join(t["context"].split()) for t in test]
+    assert [r[3:5] for r in table[1:]] == [r[4:6] for r in rows]
+    assert [r[5:] for r in table[1:]] == [r[:4] for r in rows]
+    assert len({r[0] for r in table[1:]}) == 40  # an id each
     # The model learnt the rule on the unlabelled test set too.
     kind = [t["context"].split()[2] for t in test]
     chosen = [row[5] for row in rows]

@@ -197,6 +197,27 @@ def test_run_ner_learns_a_synthetic_task(toy, tmp_path):
     rows = [line.split() for line in predictions if line and not line.startswith("-DOC")]
     assert all(len(row) == 3 for row in rows)
     assert {row[2] for row in rows} <= {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
+    # The predicted entities, for people: per sentence of the test file, each entity's
+    # label, words and span, as conlleval reads the predicted column.
+    sentences, words, tags = [], [], []
+    for line in predictions + [""]:
+        if line.startswith("-DOCSTART-"):
+            continue
+        if not line:
+            if words:
+                sentences.append((words, tags))
+            words, tags = [], []
+            continue
+        word, _, tag = line.split()
+        words.append(word)
+        tags.append(tag)
+    expected = [[str(number), kind, " ".join(w[first:end]), str(first), str(end)]
+                for number, (w, t) in enumerate(sentences, 1)
+                for first, end, kind in sorted(chunks(t))]
+    table = [line.split("\t") for line in
+             (out / "test_entities.tsv").read_text(encoding="utf-8").splitlines()]
+    assert table[0] == ["sentence", "label", "text", "first_word", "end_word"]
+    assert table[1:] == expected and len(expected) >= len(sentences)
     # The metric alone, from the written file, agrees with the run's test figures.
     alone = _run(["--do_eval_only", f"--predictions_file={out / 'test_predictions.txt'}"])
     metrics = json.loads(alone.stdout.strip().splitlines()[-1])

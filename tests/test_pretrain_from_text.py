@@ -4,6 +4,7 @@ recipe's pieces (held-out documents, the plan the budget buys)."""
 import json
 import os
 import random
+import shlex
 
 import pytest
 
@@ -48,7 +49,8 @@ def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
         from_text.read_documents([str(first), str(latin)])
 
 
-def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(tmp_path):
+def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(tmp_path,
+                                                                              monkeypatch):
     """A paragraph per line and a blank line after each (WikiText's layout): most of the
     text sits in lines longer than a sequence holds (600 characters > 128 x 4.3), and
     every document is one line; both are said, and neither of a text laid out right.
@@ -75,6 +77,17 @@ def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(t
     unsplittable = from_text.layout_warnings([["x" * 600]] * 30, split=True)
     assert "even split into sentences" in unsplittable[0]
     assert "--split_sentences" not in unsplittable[0]
+
+    # The warnings stay with the run: a rerun (which reads nothing again) says them again.
+    said = []
+    monkeypatch.setattr(from_text.logging, "warning",
+                        lambda text, *args: said.append(text % args))
+    for _ in range(2):
+        from_text.prepare_text([str(wikitext)], str(tmp_path / "as_is"))
+    assert len(said) == 4, said
+    for warning in warnings:
+        assert said[:2].count(f"{wikitext}: {warning}") == 1
+        assert said[2:].count(f"{wikitext} (as this run read it): {warning}") == 1
 
     out = tmp_path / "out"
     train, _ = from_text.prepare_text([str(wikitext)], str(out), "en")
@@ -203,3 +216,23 @@ def test_text_to_checkpoint_and_resume(tmp_path):
         assert refused.returncode == 1, changed
         assert "recipe.json" in refused.stderr and "another --output_dir" in refused.stderr
         assert changed.split("=")[0] in refused.stderr and "Traceback" not in refused.stderr
+    # The fine-tuning command it suggests for the user's own labelled sentences runs as
+    # printed, on files laid out as it says (my_data/train.tsv and dev.tsv, columns
+    # text_a and label), with the generic task.
+    text = first.stderr.replace("\\\n", " ")
+    line = next(ln for ln in text.splitlines() if "run_classifier.py --task_name=generic" in ln)
+    argv = shlex.split(line)
+    assert argv[:2] == ["python", "run_classifier.py"], argv
+    data = tmp_path / "my_data"
+    data.mkdir()
+    rng = random.Random(1)
+    for split in ("train", "dev"):
+        rows = [f"{' '.join(rng.choice(WORDS) for _ in range(6))}\t{['no', 'yes'][i % 2]}"
+                for i in range(16)]
+        (data / f"{split}.tsv").write_text("text_a\tlabel\n" + "\n".join(rows) + "\n")
+    tuned = warm_processes.run([os.path.join(ROOT, "run_classifier.py")] + argv[2:],
+                               cwd=str(tmp_path), timeout=900,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert tuned.returncode == 0, tuned.stderr[-3000:]
+    assert "eval_examples = 16" in (tmp_path / "my_classifier" / "eval_results.txt").read_text()
+    assert "No --init_checkpoint" not in tuned.stderr

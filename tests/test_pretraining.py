@@ -2,6 +2,7 @@
 checkpoint/resume, the NaN guard, mixed precision and run_pretraining.py end to end."""
 
 import os
+import re
 
 import keras
 import numpy as np
@@ -199,9 +200,14 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(records
     model = _model()
     trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
                       create_optimizer(model, 1e-3, 10, 0), str(tmp_path))
-    with pytest.raises(TrainingDivergedError, match="at step 5.*ckpt-4"):
+    with pytest.raises(TrainingDivergedError, match="at step 5.*ckpt-4") as diverged:
         trainer.train(dataset_fn, 10, steps_per_loop=10, save_checkpoints_steps=2,
                       log_steps=0)
+    # Advice that fits this run: its rate at the step (1e-3 decaying linearly over 10
+    # steps); it trains in float32 and clips, so neither is advised.
+    advice = str(diverged.value).split("ckpt-4. ", 1)[1]
+    assert re.fullmatch(r"Lower --learning_rate \(the rate at this step was 0\.000[56]\) "
+                        r"or check the input data\.", advice), advice
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-4")
     reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-4"))
     for name in reader.get_variable_to_shape_map():
@@ -264,3 +270,18 @@ def test_a_run_on_the_plateau_is_warned_about_once(caplog):
     short = plateau.PlateauWatch(entropy=6.6, num_train_steps=80)  # a demo: not judged
     short(40, {"masked_lm_loss": 6.5})
     assert not caplog.records
+
+
+def test_divergence_advice_fits_the_run():
+    """A rate far above BERT's, no clipping, bfloat16: each is named, with its fix."""
+    from types import SimpleNamespace
+    run = SimpleNamespace(optimizer=SimpleNamespace(learning_rate=0.05), clip_norm=None)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        advice = Trainer._divergence_advice(run)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert advice == ("Lower --learning_rate (the rate at this step was 0.05; BERT trains "
+                      "at 1e-5 to 1e-3), clip gradients (--clip_norm=1.0), train in "
+                      "--dtype=float32 (this run computes in bfloat16) or check the input "
+                      "data.")

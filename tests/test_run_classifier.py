@@ -2,6 +2,7 @@
 against hand-computed values, the SavedModel reloaded in a fresh process with only
 tensorflow + tensorflow_text, and the bad-input errors."""
 
+import csv
 import json
 import os
 import random
@@ -119,8 +120,11 @@ print(json.dumps({"text": text_out["probabilities"].numpy().tolist(),
 
 def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     out, export = tmp_path / "out", tmp_path / "export"
-    _run(_command(toy, out, do_train=True, do_eval=True, do_predict=True, export_dir=export,
-                  tflite_quantize=True))
+    trained = _run(_command(toy, out, do_train=True, do_eval=True, do_predict=True,
+                            export_dir=export, tflite_quantize=True))
+    # No --init_checkpoint: said once, on the console, before training.
+    assert trained.stderr.count("No --init_checkpoint: fine-tuning starts from random "
+                                "weights") == 1, trained.stderr[-3000:]
     results = dict(line.split(" = ") for line in
                    (out / "eval_results.txt").read_text().splitlines())
     assert float(results["accuracy"]) >= 0.95, results
@@ -139,6 +143,16 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     assert submission[0] == "index\tprediction" and len(submission) == 21
     # Most test predictions right (test sentence i is positive iff i is odd).
     assert np.mean(probabilities.argmax(1) == np.arange(20) % 2) >= 0.9
+    # The same predictions for people: each example's id and text, the label, the
+    # probabilities (test.tsv's index column is the id).
+    with open(out / "test_predictions.tsv", encoding="utf-8") as f:
+        table = list(csv.DictReader(f, delimiter="\t"))
+    assert list(table[0]) == ["id", "text_a", "label", "p(0)", "p(1)"]
+    assert [row["id"] for row in table] == [str(i) for i in range(20)]
+    assert [row["text_a"] for row in table] == toy["test"]
+    assert [row["label"] for row in table] == [["0", "1"][i] for i in probabilities.argmax(1)]
+    np.testing.assert_allclose([[float(row["p(0)"]), float(row["p(1)"])] for row in table],
+                               probabilities, atol=1e-6)
 
     # The export, in a fresh process with only tensorflow and tensorflow_text.
     from tasks.classification.data import InputExample
@@ -195,7 +209,8 @@ def test_bad_input_is_named(toy, tmp_path):
     assert unknown.returncode != 0 and "--task_name='NOPE' is not one of" in unknown.stderr
     missing = _run(_command(toy, tmp_path, do_eval=True, data_dir=tmp_path), check=False)
     assert missing.returncode != 0 and "dev.tsv: file not found" in missing.stderr
-    # A checkpoint of another config: every mismatching variable is named.
+    # A checkpoint of another config: one line on the console, every mismatching variable
+    # named in the log.
     other = tmp_path / "other"
     other.mkdir()
     config = json.loads((toy["folder"] / "bert_config.json").read_text())
@@ -208,7 +223,10 @@ def test_bad_input_is_named(toy, tmp_path):
     wrong = _run(_command(toy, tmp_path / "w", do_train=True,
                           init_checkpoint=other / "bert_model.ckpt"), check=False)
     assert wrong.returncode != 0 and "does not fit this model" in wrong.stderr
-    assert "bert/embeddings/word_embeddings" in wrong.stderr
+    errors = [line for line in wrong.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "word_embeddings" not in wrong.stderr, wrong.stderr[-2000:]
+    assert "the details and the full traceback are in" in wrong.stderr
+    assert "bert/embeddings/word_embeddings" in (tmp_path / "w" / "log.txt").read_text()
 
 
 def test_pair_export_matches_the_model_on_python_features(toy, tmp_path):
@@ -270,6 +288,8 @@ def test_a_grid_in_one_command_resumes_and_predicts_from_the_best(toy, tmp_path)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 143, stderr[-3000:]
+    # Both combinations started from random weights: said once, not once per run.
+    assert stderr.count("No --init_checkpoint") == 1, stderr[-3000:]
     first_end = (out / "lr=0.001" / "metrics.jsonl").read_text().count('"end"')
     assert first_end == 1
     _run(argv)  # resumes: the first combination is not run again

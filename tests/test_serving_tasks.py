@@ -84,10 +84,30 @@ def test_tagging_answers_as_its_raw_text_signature(setup, texts):
     assert (got := answers(export_dir, texts))["entity_type"].size  # entities were found
     assert set(got["entity_type"].ravel()) - {b""} <= {b"PER", b"LOC", b"ORG"}
     for row, text in enumerate(texts):  # offsets are character offsets into the text
-        for kind, entity, start, end in zip(*(got[k][row] for k in (
-                "entity_type", "entity_text", "entity_start", "entity_end"))):
-            if kind:
-                assert text[start:end].encode("utf-8") == entity
+        arrays = [(kind.decode(), entity.decode(), start, end) for kind, entity, start, end
+                  in zip(*(got[k][row] for k in ("entity_type", "entity_text",
+                                                   "entity_start", "entity_end"))) if kind]
+        for kind, entity, start, end in arrays:
+            assert text[start:end] == entity
+        # For people: each text's entities, the same as the padded arrays' (BIO tags).
+        assert [(e["label"], e["text"], e["start"], e["end"])
+                for e in got["entities"][row]] == arrays
+
+
+def test_tagging_entities_merge_words_as_conlleval_reads_the_tags():
+    """Hand-checked: words tagged B-PER I-PER O B-LOC make two entities with their
+    character offsets; I-LOC after O starts one (IOB1); B-PER after B-PER is a new one."""
+    from tasks.tagging.fast_path import _entities
+    text = "Jim  Henson met  Paris folk"
+    words = [("Jim", 0, 3), ("Henson", 5, 11), ("met", 12, 15), ("Paris", 17, 22),
+             ("folk", 23, 27)]
+    assert _entities(text, words, ["B-PER", "I-PER", "O", "B-LOC", "O"]) == [
+        {"label": "PER", "text": "Jim  Henson", "start": 0, "end": 11},
+        {"label": "LOC", "text": "Paris", "start": 17, "end": 22}]
+    assert _entities(text, words, ["O", "O", "O", "I-LOC", "I-LOC"]) == [
+        {"label": "LOC", "text": "Paris folk", "start": 17, "end": 27}]
+    assert [e["text"] for e in _entities(text, words, ["B-PER", "B-PER", "O", "O", "O"])] \
+        == ["Jim", "Henson"]
 
 
 def test_multiple_choice_answers_as_its_raw_text_signature(setup, texts):

@@ -1,7 +1,9 @@
 """A serving-only install: a fresh virtual environment with `requirements-serving.txt`
 alone (NumPy, tokenizers, LiteRT; no TensorFlow, Keras or absl) serves a classifier
 export from this clone with `serving.load`, and answers as the export's raw-text
-signature; `import serving` and the load print nothing and import no TensorFlow."""
+signature; `import serving` and the load print nothing and import no TensorFlow. The
+application runs in a folder of its own, outside the clone, which it finds through a
+`.pth` file in the environment, as docs/serving.md says."""
 
 import json
 import os
@@ -48,6 +50,11 @@ def serving_venv(tmp_path_factory):
         [python, "-m", "pip", "install", "-q", "-r",
          os.path.join(ROOT, "requirements-serving.txt")], capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr[-3000:]
+    # docs/serving.md, "From your application's own folder": the clone on the path.
+    site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "bert_clone.pth"), "w", encoding="utf-8") as f:
+        f.write(ROOT + "\n")
     return python
 
 
@@ -64,9 +71,12 @@ def test_a_venv_without_tensorflow_serves_a_classifier(serving_venv, tmp_path):
     model = modeling.BertClassifier(config, 3)
     export_dir = export_classification(model, str(tmp_path / "export"), str(vocab_file),
                                        True, 24, ["neg", "pos", "mixed"], pair=False)
+    app = tmp_path / "my_app"  # the application's own folder, outside the clone
+    app.mkdir()
+    assert not str(app).startswith(ROOT)
     result = subprocess.run([serving_venv, "-c", SCRIPT, export_dir, json.dumps(TEXTS)],
-                            capture_output=True, text=True, cwd=str(tmp_path),
-                            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT})
+                            capture_output=True, text=True, cwd=str(app),
+                            env={"PATH": os.environ.get("PATH", "")})
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr == ""  # not a line on the console
     got = json.loads(result.stdout)

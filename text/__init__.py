@@ -7,3 +7,7 @@ Pipeline position: below the pre-training data pipeline (`data_prep`), the tasks
 (`tasks/`) and the exports (`serving`, `tasks/*/export.py`); above `common` and the model's
 input contract (`modeling.inputs`). It imports no task, training or command-line code.
 """
+
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines

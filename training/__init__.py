@@ -10,3 +10,7 @@ model comes from `modeling`, the inputs from `text`, and each task's own code fr
 `tasks` (through the `Task` interface: this package names no task). The flags that set
 its configs are in `cli.flags`; the exports in `serving`.
 """
+
+from common import quiet
+
+quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines

@@ -21,6 +21,7 @@ from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
+from common import tables
 from common.scores import mean_over_windows, softmax
 from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
     steps_for_epochs, token_count
@@ -162,8 +163,10 @@ class ClassificationTask(Task):
         return results
 
     def predict(self, model):
-        """test_results.tsv (class probabilities or scores, as the original) and, for
-        GLUE tasks, the submission file, per test split."""
+        """test_results.tsv (class probabilities or scores, as the original, no header),
+        test_predictions.tsv (a header; per example its id, text, predicted label and
+        each label's probability, or its score) and, for GLUE tasks, the submission
+        file, per test split."""
         files = {}
         for split, (examples, path) in self.test_sets.items():
             outputs, _ = self._outputs_and_labels(model, path,
@@ -172,6 +175,8 @@ class ClassificationTask(Task):
             rows = [("\t".join(f"{p:.6f}" for p in row) if outputs.ndim > 1
                      else f"{row:.6f}") for row in outputs]
             files[f"test_results{suffix}.tsv"] = "\n".join(rows) + "\n"
+            files[f"test_predictions{suffix}.tsv"] = self._predictions_table(examples,
+                                                                              outputs)
             name = GLUE_SUBMISSION.get(self.config.task_name.lower())
             if name:
                 name = {"_mismatched": "MNLI-mm", "_ax": "AX"}.get(suffix, name)
@@ -183,6 +188,19 @@ class ClassificationTask(Task):
                 files[f"{name}.tsv"] = "index\tprediction\n" + body
             logging.info("Predicted %d %s examples.", len(examples), split)
         return files, None
+
+    def _predictions_table(self, examples, outputs):
+        texts = ["text_a"] + (["text_b"] if self.pair else [])
+        ids = [e.guid.split("-", 1)[-1] for e in examples]
+        if self.regression:
+            return tables.tsv(["id", *texts, "score"], (
+                [i, e.text_a, *([e.text_b] if self.pair else []), float(score)]
+                for i, e, score in zip(ids, examples, outputs)))
+        return tables.tsv(
+            ["id", *texts, "label", *(f"p({label})" for label in self.label_list)],
+            ([i, e.text_a, *([e.text_b] if self.pair else []),
+              self.label_list[int(row.argmax())], *map(float, row)]
+             for i, e, row in zip(ids, examples, outputs)))
 
     def serving_requests(self):
         """The dev examples as rows of (text_a, text_b)."""

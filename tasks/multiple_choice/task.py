@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common import tables
 from common.scores import softmax
 from tasks.multiple_choice import data, features
 from tasks.multiple_choice.export import export_multiple_choice
@@ -102,16 +103,23 @@ class MultipleChoiceTask(Task):
 
     def predict(self, model):
         """test_results.tsv: per example, the probability of each choice, the index of the
-        chosen one and its text (tab-separated, no header, in the file's order)."""
+        chosen one and its text (tab-separated, no header, in the file's order); and
+        test_predictions.tsv, the same with a header and each example's id and text."""
         path, examples = self.splits["test"]
         probabilities, _ = self.probabilities(model, "test", self.config.predict_batch_size)
-        rows = []
+        rows, table = [], []
         for example, row in zip(examples, probabilities):
             chosen = int(row.argmax())
             text = " ".join(example.choices[chosen].split())  # no tab or newline inside
             rows.append("\t".join(f"{p:.6f}" for p in row) + f"\t{chosen}\t{text}\n")
+            table.append([example.guid, example.context, example.question, chosen, text,
+                          *map(float, row)])
         logging.info("Predicted %d examples of %s.", len(examples), path)
-        return {"test_results.tsv": "".join(rows)}, None
+        choices = probabilities.shape[-1] if len(probabilities) else 0
+        header = ["id", "context", "question", "answer", "answer_text",
+                  *(f"p({i})" for i in range(choices))]
+        return {"test_results.tsv": "".join(rows),
+                "test_predictions.tsv": tables.tsv(header, table)}, None
 
     def serving_requests(self):
         """The dev questions as (context, question, choices)."""

@@ -8,6 +8,7 @@ Pipeline position: `serving.load` of a tagging export (see `serving.fast_path`).
 import numpy as np
 
 from serving.fast_path import FastPath
+from tasks.tagging.metrics import chunks
 from text.tokenization import split_words_with_offsets
 
 
@@ -15,7 +16,9 @@ class TaggingFastPath(FastPath):
     """`text` in; `entity_type`, `entity_text`, `entity_start`, `entity_end`, `words` and
     `word_tags` out, each padded per row, as `TaggingModule.from_text`: an entity starts
     at a B-X (or S-X) tag or at an X tag after another type; words past
-    `max_seq_length` pieces are tagged O."""
+    `max_seq_length` pieces are tagged O. And `entities`, for people: per text, a list of
+    {"label", "text", "start", "end"} (character offsets, end exclusive), the words
+    merged into entities as conlleval reads the tags (`tasks.tagging.metrics.chunks`)."""
 
     sequence_outputs = ("probabilities", "label_id", "label")
 
@@ -59,12 +62,21 @@ class TaggingFastPath(FastPath):
                 previous = kind
             rows.append(([(t, text[b:e], b, e) for t, b, e in entities],
                          [(w, self.labels[t]) for (w, _, _), t in zip(row_words, tags)]))
-        return {"entity_type": _padded([[e[0] for e in r[0]] for r in rows], b""),
+        return {"entities": [_entities(text, row_words, [t for _, t in r[1]])
+                             for text, row_words, r in zip(texts, words, rows)],
+                "entity_type": _padded([[e[0] for e in r[0]] for r in rows], b""),
                 "entity_text": _padded([[e[1] for e in r[0]] for r in rows], b""),
                 "entity_start": _padded([[e[2] for e in r[0]] for r in rows], -1),
                 "entity_end": _padded([[e[3] for e in r[0]] for r in rows], -1),
                 "words": _padded([[w for w, _ in r[1]] for r in rows], b""),
                 "word_tags": _padded([[t for _, t in r[1]] for r in rows], b"")}
+
+
+def _entities(text, words, tags):
+    """A text's entities as dicts, from its words (word, start, end) and their tags."""
+    return [{"label": kind, "text": text[words[first][1]:words[end - 1][2]],
+             "start": words[first][1], "end": words[end - 1][2]}
+            for first, end, kind in sorted(chunks(tags))]
 
 
 def _padded(rows, pad):

@@ -16,7 +16,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from common import file_io
+from common import file_io, tables
 from text.tokenization import FullTokenizer
 from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
@@ -131,7 +131,9 @@ class TaggingTask(Task):
         return metrics.format_results(results)
 
     def predict(self, model):
-        """test_predictions.txt (word, gold, predicted; -DOCSTART- between documents) and
+        """test_predictions.txt (word, gold, predicted; -DOCSTART- between documents, the
+        file conlleval reads), test_entities.tsv (a header; per predicted entity its
+        sentence's number in the test file, its label, its words and their span) and
         test_results.txt."""
         path, test = self.test
         predicted = self.predict_tags(model, test)
@@ -145,7 +147,12 @@ class TaggingTask(Task):
             lines.append("\n")
         results = metrics.evaluate([s.tags for s in test], predicted)
         logging.info("***** Test results (%s) *****\n%s", path, self.format_results(results))
-        return {"test_predictions.txt": "".join(lines),
+        entities = tables.tsv(
+            ["sentence", "label", "text", "first_word", "end_word"],
+            ([number, kind, " ".join(sentence.words[first:end]), first, end]
+             for number, (sentence, tags) in enumerate(zip(test, predicted), 1)
+             for first, end, kind in sorted(metrics.chunks(tags))))
+        return {"test_predictions.txt": "".join(lines), "test_entities.tsv": entities,
                 "test_results.txt": self.format_results(results)}, results
 
     def serving_requests(self):

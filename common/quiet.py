@@ -1,7 +1,10 @@
 """TensorFlow's start-up lines kept off the console.
 
-Pipeline position: set up by every entry point (through `cli.boundary`) before
-TensorFlow is imported, and by `create_pretraining_data`'s worker processes.
+Pipeline position: set up before TensorFlow is imported by every entry point (through
+`cli.boundary`), by `create_pretraining_data`'s worker processes, and by the library
+packages that use TensorFlow (`modeling`, `text`, `data_prep`, `training`, `tasks`,
+`serving`: their `__init__`), so that a Python session that imports them
+(`modeling.from_pretrained`, docs/python.md) starts as quietly as a script.
 
 TensorFlow 2.21 writes its C++ start-up lines (oneDNN, CUDA drivers, CPU features) through
 Abseil logging before that is initialised, so `TF_CPP_MIN_LOG_LEVEL` does not hide them.
