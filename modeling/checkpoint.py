@@ -286,7 +286,7 @@ def _check_fit(reader, targets, strict):
         raise CheckpointError(
             f"{reader.path}: its word embeddings have {rows[0]:,} rows but the config's "
             f"vocab_size is {rows[1]:,}: give the bert_config.json (and vocab.txt) that "
-            f"came with this checkpoint.")
+            f"came with this checkpoint.\n  " + "\n  ".join(mismatches))
     if mismatches:
         raise CheckpointError(
             f"{reader.path}: the checkpoint does not fit this model ({len(mismatches)} shape "
