@@ -258,7 +258,7 @@ ERROR_CASES = [
             VOCAB + [f"extra{i}" for i in range(10)]) + "\n")),
      ["long_vocab.txt: 50 tokens", "vocab_size 40", "no embedding row"], ["ckpt-1.index"]),
     ("vocab_shorter_for_features", lambda w, o: features(
-        w, o, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
+        w, o, layers=-1, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
      ["short_vocab.txt: 30 tokens", "vocab_size 40"], ["features.jsonl"]),
     ("vocab_shorter_for_an_export", lambda w, o: exporter(
         w, o, vocab_file=_broken(w, "short_vocab.txt", "\n".join(VOCAB[:30]) + "\n")),
@@ -563,8 +563,12 @@ def test_ctrl_c_while_pretrain_from_text_measures_its_speed_promises_no_resume(w
     """Ctrl-C during stage 3's timing run (its first logged loop): the command exits 130
     saying the measurement is not kept, and promises no checkpoint to resume from (the
     timing run's folder is removed); stages 1-2 are kept for the rerun."""
-    out = tmp_path / "out"
-    stopped = _inject("sigint", "training.loop.Trainer._log", 1, from_text(world, out))
+    out, corpus = tmp_path / "out", tmp_path / "documents.txt"
+    rng = random.Random(2)
+    corpus.write_text("\n\n".join("\n".join(_sentence(rng) + " ." for _ in range(4))
+                                  for _ in range(12)) + "\n")
+    stopped = _inject("sigint", "training.loop.Trainer._log", 1,
+                      from_text(world, out, input_text=corpus))
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     assert "the speed measurement (stage 3) is not kept" in stopped.stderr
     assert "resume from there" not in stopped.stderr
