@@ -35,7 +35,6 @@ from common.settings import setting
 from modeling.inputs import INPUT_NAMES
 
 
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DemoSettings:
     """The demo's settings."""
@@ -172,9 +171,9 @@ def load_back(model, prefix, tokenizer, lines):
 
 
 def extract(out, encoder, tokenizer, lines):
-    from text import packing
     from common.file_io import atomic_output
     from modeling import feature_extraction
+    from text import packing
     stage(6, "Feature extraction")
     examples = [(i, lines[i], None) for i in (0, 9, 16)]
     packed = [(uid, packing.pack(tokenizer, a, b, 64)) for uid, a, b in examples]

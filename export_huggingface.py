@@ -65,7 +65,7 @@ def main(_):
         model = modeling.BertEncoder(config)
     else:
         export = registry.get(FLAGS.task_type).export
-        options = config_from_flags(export.options, FLAGS) if export.options else None
+        options = config_from_flags(FLAGS, export.options) if export.options else None
         model = export.build_model(config, options)
         labels = registry.labels_of(options) if options else None
     modeling.load_checkpoint(model, FLAGS.init_checkpoint,

@@ -95,7 +95,7 @@ def main(_):
         return logging.info("Exported %s as an encoder to %s.", FLAGS.init_checkpoint,
                             FLAGS.export_dir)
     export = registry.get(FLAGS.task_type).export
-    options = config_from_flags(export.options, FLAGS) if export.options else None
+    options = config_from_flags(FLAGS, export.options) if export.options else None
     model = export.build_model(config, options)
     modeling.load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
     export.save(model, FLAGS.export_dir, options, FLAGS.vocab_file, FLAGS.do_lower_case,

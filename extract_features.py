@@ -25,7 +25,6 @@ from common.settings import setting
 from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
 
 
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FeatureSettings(ModelFiles, ModelVocabulary, SequenceLength):
     """This script's settings, the original's names."""
@@ -75,10 +74,10 @@ def main(_):
 
     import modeling
     from common import file_io
-    from text import packing
     from common.progress import Progress
-    from text.tokenization import FullTokenizer, check_vocabulary_fits
     from modeling import feature_extraction
+    from text import packing
+    from text.tokenization import FullTokenizer, check_vocabulary_fits
 
     if FLAGS.output_format == "npy" and FLAGS.pooling == "none":
         raise app.UsageError("--output_format=npy writes sentence vectors: set --pooling to "

@@ -9,13 +9,13 @@ format (`tasks.classification.submission`).
 mnli_out,qnli_out,rte_out,wnli_out --output_file=glue_submission.zip
 """
 
+import dataclasses
+
 from absl import flags, logging
 
-import dataclasses
 import cli
 from cli.flags import define_settings
 from common.settings import setting
-
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -98,7 +98,7 @@ def main(_):
     from training.config import RuntimeConfig
     from training.preemption import TrainingStopped
 
-    config_from_flags(FromTextSettings, FLAGS)  # checks the values before any work
+    config_from_flags(FLAGS, FromTextSettings)  # checks the values before any work
     files = corpus.expand_input_patterns(FLAGS.input_text)
     out = FLAGS.output_dir
     os.makedirs(out, exist_ok=True)

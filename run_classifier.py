@@ -19,14 +19,16 @@ from absl import flags
 
 import cli
 from cli import fine_tuning
+from tasks import registry
 
-fine_tuning.define_flags("classification")
+TASK = registry.load("classification")
+fine_tuning.define_flags(TASK)
 FLAGS = flags.FLAGS
 
 
 def main(_):
     fine_tuning.require_a_stage(FLAGS)
-    fine_tuning.run("classification", FLAGS)
+    fine_tuning.run(TASK, FLAGS)
 
 
 if __name__ == "__main__":

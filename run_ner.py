@@ -21,8 +21,10 @@ import cli
 from cli import fine_tuning
 from cli import flags as training_flags
 from common.shared_settings import ScoreOnly
+from tasks import registry
 
-fine_tuning.define_flags("tagging")
+TASK = registry.load("tagging")
+fine_tuning.define_flags(TASK)
 training_flags.define_settings(ScoreOnly)
 FLAGS = flags.FLAGS
 
@@ -40,7 +42,7 @@ def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
     fine_tuning.require_a_stage(FLAGS, "do_eval_only")
-    fine_tuning.run("tagging", FLAGS)
+    fine_tuning.run(TASK, FLAGS)
 
 
 if __name__ == "__main__":

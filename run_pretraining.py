@@ -16,7 +16,6 @@ from absl import app, flags
 
 import cli
 from cli import flags as training_flags
-
 from tasks.pretraining.config import PretrainingConfig  # noqa: E402
 
 training_flags.define_settings(PretrainingConfig)  # the task's settings, its defaults

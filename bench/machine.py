@@ -37,8 +37,9 @@ def set_onednn(mode):
 
 def describe(threads=None):
     """One line for a table's caption; imports TensorFlow (call after deciding oneDNN)."""
-    from common import onednn
     import tensorflow as tf
+
+    from common import onednn
     return (f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores"
             + (f", {threads} threads" if threads else "")
             + f"; TensorFlow {tf.__version__}, oneDNN {'on' if onednn.state() else 'off'}"

@@ -28,7 +28,6 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import numpy as np  # noqa: E402
-
 from machine import describe  # noqa: E402  (bench/, the script's own folder)
 
 KINDS = ("[MASK]", "kept", "random")
@@ -54,6 +53,7 @@ def score(export_dir, eval_file, mask, dtype, seq, predictions, batch_size=64):
     """{kind: (right, count, summed cross-entropy)} of the model in `export_dir`."""
     import keras
     import tensorflow as tf
+
     from modeling import BertConfig, BertPretrainer, load_checkpoint
     from tasks.pretraining.input import pretraining_dataset
 

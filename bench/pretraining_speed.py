@@ -27,7 +27,6 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-
 from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
 from sst2 import matmul_peak  # noqa: E402
 
@@ -65,10 +64,11 @@ def train_flops_per_sequence(layers, hidden, intermediate):
 class Ours:
     def __init__(self, cfg, batch, jit):
         import tensorflow as tf
+
         from modeling import BertConfig, BertPretrainer
+        from tasks.pretraining import PretrainingTask
         from training.loop import Trainer
         from training.optimizers import create_optimizer
-        from tasks.pretraining import PretrainingTask
         layers, hidden, heads, inter = cfg
         config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
                             num_attention_heads=heads, intermediate_size=inter)

@@ -23,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from machine import describe, set_onednn  # noqa: E402  (bench/)
 import pretraining_speed  # noqa: E402
+from machine import describe, set_onednn  # noqa: E402  (bench/)
 from pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch  # noqa: E402
 from profile_serving import op_times  # noqa: E402
 
@@ -44,6 +44,7 @@ def main():
     pretraining_speed.VOCAB = args.vocab_size  # read by the model and batch makers
     set_onednn(args.onednn)
     import tensorflow as tf
+
     from training.distribution import kept_precision, set_precision
     layers, hidden, heads, inter, batch_size, _ = CONFIGS[args.config]
     cfg = (layers, hidden, heads, inter)

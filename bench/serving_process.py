@@ -39,6 +39,7 @@ from machine import describe, set_onednn  # noqa: E402  (bench/, the script's ow
 from process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
 from sst2 import matmul_peak, sst2_subset  # noqa: E402
 
+
 def run(args_list, **kwargs):
     result = subprocess.run(args_list, capture_output=True, text=True, cwd=ROOT, **kwargs)
     if result.returncode != 0:
@@ -74,9 +75,9 @@ def build(args, work):
     onnx_fp32, onnx_int8 = os.path.join(work, "fused.onnx"), os.path.join(work, "int8.onnx")
     if not os.path.exists(onnx_int8):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from serving_speed import export_onnx
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
+        from serving_speed import export_onnx
         export_onnx(hf_dir, onnx_fp32, work)
         quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})

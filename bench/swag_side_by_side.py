@@ -28,7 +28,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from machine import cpu_model  # bench/, the script's own folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

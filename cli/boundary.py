@@ -43,8 +43,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from common import quiet
-from common import onednn
+from common import onednn, quiet
 from common.errors import op_error_text
 
 quiet.quiet_tensorflow_start()  # entry points import this module before TensorFlow

@@ -3,30 +3,23 @@ asked for, and the run (one, or a grid of them) that `training.grid` makes of th
 
 Pipeline position: a pre-trained checkpoint -> a root fine-tuning script (flags and its
 own extras) -> here -> `training.grid` / `training.runner` -> eval results, predictions,
-a SavedModel. The task is looked up by its name in `tasks.registry`; its TensorFlow code
-is imported only once the flags have been checked.
+a SavedModel. The script passes its task's registry entry (`tasks.registry.load`): the
+command-line layer knows no task. The task's TensorFlow code is imported only once the
+flags have been checked.
 """
-
-import importlib
 
 from absl import app
 
 from cli import flags as training_flags
-from tasks import registry
 
 STAGES = ("do_train", "do_eval", "do_predict")
 
 
-def task_entry(name):
-    """The registry entry of the task whose folder is `tasks/<name>`."""
-    importlib.import_module(f"tasks.{name}")  # registers it
-    return registry.get(name)
-
-
-def define_flags(name):
+def define_flags(entry):
     """The task's settings first (its defaults win), then the flags every training
-    script shares and the fine-tuning ones."""
-    training_flags.define_settings(task_entry(name).config_class)
+    script shares and the fine-tuning ones. `entry`: the task's `tasks.registry`
+    entry."""
+    training_flags.define_settings(entry.config_class)
     training_flags.define_common_flags()
     training_flags.define_fine_tuning_flags()
 
@@ -40,12 +33,11 @@ def require_a_stage(flag_values, *others):
     raise app.UsageError(f"Nothing to do: give at least one of {names}.")
 
 
-def run(name, flag_values):
-    """Fine-tunes the task `name` as the flags say (a grid when a grid flag has several
-    values); returns `training.grid.run`'s result."""
+def run(entry, flag_values):
+    """Fine-tunes the task of the registry entry `entry` as the flags say (a grid when a
+    grid flag has several values); returns `training.grid.run`'s result."""
     from training.config import RuntimeConfig, TrainerConfig
 
-    entry = task_entry(name)
     task_config, trainer, runtime = training_flags.configs_from_flags(
         flag_values, entry.config_class, TrainerConfig, RuntimeConfig)
     # TensorFlow from here on: a wrong flag was answered without waiting for it.

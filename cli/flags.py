@@ -17,7 +17,6 @@ from absl import app, flags
 
 from common import settings
 
-
 # Flags that take several comma-separated values for a fine-tuning grid
 # (`training.grid`): every combination is one run.
 GRID_FLAGS = ("learning_rate", "train_batch_size", "num_train_epochs", "seed")
@@ -170,7 +169,7 @@ def configs_from_flags(flag_values, *config_classes):
 
     def build(config_class, index):
         fields = {f.name for f in dataclasses.fields(config_class)}
-        return config_from_flags(config_class, flag_values, **{
+        return config_from_flags(flag_values, config_class, **{
             name: values[min(index, len(values) - 1)] for name, values in axes.items()
             if name in fields})
 
@@ -180,7 +179,7 @@ def configs_from_flags(flag_values, *config_classes):
     return tuple(build(c, 0) for c in config_classes)
 
 
-def config_from_flags(config_class, flag_values, **overrides):
+def config_from_flags(flag_values, config_class, **overrides):
     """An instance of the dataclass `config_class` whose fields take the values of the
     flags of the same names (lists become tuples; a field no flag defines keeps its
     default; `overrides` win).

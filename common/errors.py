@@ -7,7 +7,6 @@ entry point (`cli.boundary`).
 
 import re
 
-
 # The Python traceback TensorFlow puts in a graph error's text ("Detected at node ...
 # defined at (most recent call last):" and its indented "File ..." lines and blank lines).
 _GRAPH_TRACEBACK = re.compile(

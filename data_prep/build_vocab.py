@@ -25,7 +25,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import Casing  # noqa: E402
@@ -54,10 +53,10 @@ UNKNOWN_WARNING = 0.005  # share of the corpus's words that may become [UNK] una
 
 
 def main(_):
-    from text import casing, vocabulary
-    from data_prep import corpus
     from common import file_io
     from common.progress import Progress
+    from data_prep import corpus
+    from text import casing, vocabulary
 
     files = corpus.expand_input_patterns(FLAGS.input_file)
     file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file}, {"input_file": files})

@@ -29,7 +29,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import SequenceLength, Vocabulary  # noqa: E402
@@ -132,7 +131,8 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
                  dupe_factor, random_seed, tokenizer="graph", max_invalid_utf8_share=1.0):
     """--mode=original: the original's instances, in its order, written round-robin to
     `outputs`. Returns the summary counts."""
-    from data_prep import corpus, pretraining_records as records
+    from data_prep import corpus
+    from data_prep import pretraining_records as records
     from data_prep.pretraining_instances import VocabInfo, create_training_instances
 
     stats = corpus.CorpusStats()
@@ -172,9 +172,8 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
     spread over `num_workers` processes; the shard set is published only when all of it
     is written and the input passed its checks. Returns the summary counts."""
-    from data_prep import corpus, fast_pretraining
     from common import file_io
-
+    from data_prep import corpus, fast_pretraining
     from text.graph_tokenizer import require_text
     require_text("--mode=fast (without it: --mode=original --tokenizer=python)")
     if all(file_io.size(f) == 0 for f in files):
@@ -208,10 +207,10 @@ def _warn_about_input(stats):
 
 
 def main(_):
-    from text import casing
-    from data_prep import corpus
     from common import file_io
     from common.progress import Progress
+    from data_prep import corpus
+    from text import casing
     from text.tokenization import FullTokenizer
 
     _validate()

@@ -25,7 +25,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import DocumentOutput  # noqa: E402
@@ -71,8 +70,8 @@ def find_books(input_dir):
 
 
 def main(_):
-    from data_prep.document_writer import DocumentWriter
     from common.progress import Progress
+    from data_prep.document_writer import DocumentWriter
     from data_prep.sentences import check_language
 
     check_language(FLAGS.language)

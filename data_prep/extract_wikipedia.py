@@ -13,8 +13,8 @@ runs on every core; output files are written under temporary names and renamed a
       --output_dir=wiki_docs --num_output_files=64
 """
 
-import dataclasses
 import bz2
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -28,7 +28,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import DocumentOutput  # noqa: E402
@@ -97,8 +96,8 @@ def language_of(dbname):
 
 
 def main(_):
-    from data_prep.document_writer import DocumentWriter
     from common.progress import Progress
+    from data_prep.document_writer import DocumentWriter
     from data_prep.sentences import check_language
     from data_prep.wikitext_cleaning import article_sentences
 

@@ -26,7 +26,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 

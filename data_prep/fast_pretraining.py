@@ -32,8 +32,9 @@ import random
 
 import numpy as np
 
-from data_prep import corpus, pretraining_instances as pi, record_shuffle
 from common import file_io
+from data_prep import corpus, record_shuffle
+from data_prep import pretraining_instances as pi
 
 DEFAULT_PIECE_MB = 1
 

@@ -10,8 +10,8 @@ A masked position shows as `[MASK](original)`, `random(original)` or `=kept=`; `
 the segment boundary.
 """
 
-import dataclasses
 import collections
+import dataclasses
 import os
 import sys
 
@@ -22,7 +22,6 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-
 from cli.flags import define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import VocabularyFile  # noqa: E402
@@ -82,7 +81,8 @@ def statistics(examples, mask_id):
 def main(_):
     import itertools
 
-    from data_prep import corpus, pretraining_records as records
+    from data_prep import corpus
+    from data_prep import pretraining_records as records
     from text.tokenization import load_vocab
 
     vocab = load_vocab(FLAGS.vocab_file)

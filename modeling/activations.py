@@ -9,6 +9,7 @@ import math
 
 from keras import ops
 
+
 def gelu(x):
     """GELU, tanh approximation, as the original release computes it (modeling.py at HEAD).
 

@@ -12,8 +12,7 @@ from modeling.checkpoint_mapping import IDENTITY, TRANSPOSE
 from modeling.config import BertConfig
 from modeling.encoder import BertEncoder
 from modeling.feature_extraction import FEATURE_COMBINATIONS, combine_layers, combined_width
-from modeling.heads import HEADS, BiLSTM, ClassificationHead, MaskedLMHead, \
-    SpanLabelingHead
+from modeling.heads import HEADS, BiLSTM, ClassificationHead, MaskedLMHead, SpanLabelingHead
 
 
 def _as_encoder(encoder_or_config):

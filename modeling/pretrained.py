@@ -81,8 +81,11 @@ def from_pretrained(folder, do_lower_case=None, vocab_smaller_than_model=False):
     from modeling.checkpoint import load_checkpoint
     from modeling.config import BertConfig
     from modeling.encoder import BertEncoder
-    from text.tokenization import (FullTokenizer, check_vocabulary_fits,
-                                   validate_case_matches_checkpoint)
+    from text.tokenization import (
+        FullTokenizer,
+        check_vocabulary_fits,
+        validate_case_matches_checkpoint,
+    )
 
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder.")

@@ -27,10 +27,10 @@ Python tokenizer.
 
 import tensorflow as tf
 
+from serving import saved_model as export
 from text.graph_packing import pack_ids
 from text.graph_tokenizer import GraphTokenizer
 from text.tokenization import load_vocab
-from serving import saved_model as export
 
 AutoTrackable = tf.__internal__.tracking.AutoTrackable  # plain attributes survive saving
 

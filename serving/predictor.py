@@ -43,11 +43,13 @@ per call (`serving.runners`), and TensorFlow's signatures may run concurrently.
 measured, TensorFlow is not imported, nothing is printed.
 """
 
+import importlib
 import json
 import os
 
 from serving import length_groups
 from serving.export_files import SERVING_CONFIG_FILE, TFLITE_FILE, TFLITE_INT8_FILE
+from serving.fast_path import FastPath
 from serving.runners import LiteRunner, SavedModelRunner
 
 BACKENDS = ("auto", "tflite", "saved_model")
@@ -73,17 +75,26 @@ def read_config(export_dir):
 
 
 def fast_path_class(config):
-    """The fast path of the task `serving.json` names (`fast`), from the task registry;
-    None when it names none or its task has none."""
-    name = config.get("fast")
-    if not name:
+    """The fast path `serving.json` names (`fast_path`, "module:Class", written by the
+    task's export); None when it names none or this clone lacks it (the raw-text
+    signature then serves). An export written before `fast_path` was named its task only
+    (`fast`): its fast path is looked up where every task keeps it, the `fast_path`
+    module of the task's package."""
+    spec = config.get("fast_path")
+    if not spec and config.get("fast"):
+        spec = f"tasks.{config['fast']}.fast_path"
+    if not spec:
         return None
-    from tasks import registry
-    registry.load_all()
+    module_name, _, name = spec.partition(":")
     try:
-        return registry.get(name).fast_path
-    except ValueError:
-        return None  # a task this clone does not have: the raw-text signature serves
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        return None
+    if name:
+        return getattr(module, name, None)
+    found = [value for value in vars(module).values() if isinstance(value, type) and
+             issubclass(value, FastPath) and value.__module__ == module.__name__]
+    return found[0] if len(found) == 1 else None
 
 
 def _columns(inputs, names):

@@ -25,12 +25,16 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
-from serving.export_files import (SERVING_CONFIG_FILE, TFLITE_FILE, TFLITE_INT8_FILE,
-                                   VOCAB_FILE)
-from text.graph_tokenizer import GraphTokenizer
-from modeling.inputs import INPUT_NAMES
-from text.tokenization import load_vocab
 from modeling import padding
+from modeling.inputs import INPUT_NAMES
+from serving.export_files import (
+    SERVING_CONFIG_FILE,
+    TFLITE_FILE,
+    TFLITE_INT8_FILE,
+    VOCAB_FILE,
+)
+from text.graph_tokenizer import GraphTokenizer
+from text.tokenization import load_vocab
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 # Requests whose padding is trimmed are cut to a multiple of this (see `run_model`).
@@ -66,6 +70,9 @@ class ServingModule(tf.Module):
     """
 
     task = None  # the registry name of the task, for `serving.json`
+    # "module:Class" of the `serving.fast_path.FastPath` that answers this export from raw
+    # text without TensorFlow (`serving.load` imports it by this name), or None.
+    fast_path = None
     skip_padding = True
 
     def __init__(self, name, model, vocab_file, do_lower_case, max_seq_length,
@@ -84,10 +91,11 @@ class ServingModule(tf.Module):
 
     def serving_config(self):
         """What `serving.load` needs beside the SavedModel (written as `serving.json`):
-        the tokenizer's settings, and the task (`fast`: its registry name, whose fast
-        path answers from raw text around `serving_ids`, see `serving.predictor`) with
-        what its fast path needs; subclasses add theirs."""
-        return {"model": self.name, "fast": self.task, "vocab_file": VOCAB_FILE,
+        the tokenizer's settings, the task (`fast`: its registry name) and its fast path
+        (`fast_path`: the class that answers from raw text around `serving_ids`, see
+        `serving.predictor`) with what it needs; subclasses add theirs."""
+        return {"model": self.name, "fast": self.task, "fast_path": self.fast_path,
+                "vocab_file": VOCAB_FILE,
                 "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length}
 
     def run_model(self, input_ids, input_mask, segment_ids):

@@ -82,19 +82,16 @@ class TaskEntry(_Entry):
         task_class: its `training.task.Task` subclass.
         config_class: its config (a `training.config.TaskConfig` subclass).
         aliases: names older command lines used.
-        export: an `ExportEntry`, or None.
-        fast_path: the class that serves its exports from raw text without TensorFlow
-            (NumPy packing and answers around `model.tflite`; see `serving.predictor`),
-            or None. Its module imports neither TensorFlow nor Keras.
+        export: an `ExportEntry`, or None. (The class that serves its exports from raw
+            text without TensorFlow is named by the export itself, in `serving.json`:
+            `serving.saved_model.ServingModule.fast_path`.)
     """
 
-    _LAZY = ("task_class", "config_class", "fast_path")
+    _LAZY = ("task_class", "config_class")
 
-    def __init__(self, name, task_class, config_class, aliases=(), export=None,
-                 fast_path=None):
+    def __init__(self, name, task_class, config_class, aliases=(), export=None):
         self.name, self.aliases, self.export = name, tuple(aliases), export
         self.task_class, self.config_class = task_class, config_class
-        self.fast_path = fast_path
 
 
 _ENTRIES = {}
@@ -127,6 +124,13 @@ def load_all():
         if module.ispkg:
             importlib.import_module(f"tasks.{module.name}")
     return dict(_ENTRIES)
+
+
+def load(name):
+    """The entry of the task whose folder is `tasks/<name>`, imported (it registers
+    itself) without the rest."""
+    importlib.import_module(f"tasks.{name}")
+    return get(name)
 
 
 def entries():

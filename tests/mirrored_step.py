@@ -20,12 +20,13 @@ from training.distribution import get_strategy, use_cpu_devices  # noqa: E402
 
 use_cpu_devices(2)
 
-from tasks.pretraining.input import pretraining_dataset  # noqa: E402
-from modeling import BertConfig, BertPretrainer  # noqa: E402
 from pretraining_data import TINY_TRAINING_CONFIG  # noqa: E402
+
+from modeling import BertConfig, BertPretrainer  # noqa: E402
+from tasks.pretraining import PretrainingTask  # noqa: E402
+from tasks.pretraining.input import pretraining_dataset  # noqa: E402
 from training.loop import Trainer  # noqa: E402
 from training.optimizers import _PreReducedGradients  # noqa: E402
-from tasks.pretraining import PretrainingTask  # noqa: E402
 
 
 class SGD(_PreReducedGradients, keras.optimizers.SGD):

@@ -111,7 +111,7 @@ def pretrainer_forward(w, cfg, input_ids, input_mask, segment_ids, positions):
 def random_google_weights(cfg, rng, heads=("pretraining",), num_labels=3):
     """Random weights for every original variable (non-trivial LayerNorm and biases too),
     keyed by TF1 name, in TF1 layout, float32."""
-    V, H, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+    V, H, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]  # noqa: E741 (the paper's V, H, I)
     P, T = cfg["max_position_embeddings"], cfg["type_vocab_size"]
     shapes = {
         "bert/embeddings/word_embeddings": (V, H),

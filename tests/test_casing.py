@@ -4,8 +4,8 @@ changes (hand-checked per script), and the one warning `build_vocab` and
 
 import os
 
-from text import casing
 from tests import warm_processes
+from text import casing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -195,6 +195,7 @@ def test_from_pretrained_reads_google_hugging_face_and_our_folders(tmp_path, tin
     pretrain_from_text.py's export: the encoder with the file's weights (against the NumPy
     forward pass) and the tokenizer with the folder's casing."""
     import json
+
     from tests.conftest import write_tf1_checkpoint
     weights = ref.random_google_weights(tiny_config_dict, np.random.default_rng(2))
     want = ref.encoder_forward(weights, tiny_config_dict, **tiny_inputs)["pooled_output"]

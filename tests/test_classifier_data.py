@@ -12,10 +12,10 @@ import tensorflow as tf
 
 from tasks.classification import data as cd
 from tasks.classification.features import convert_examples
+from tests import warm_processes
 from text.graph_packing import pack_ids
 from text.packing import truncate_seq_pair
 from text.tokenization import validate_case_matches_checkpoint
-from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -198,8 +198,9 @@ def _mnli_folder(root, rows=6):
 def test_mnli_predicts_the_glue_diagnostic_set_and_the_submission_bundles_it(
         tmp_path, tiny_config_dict, write_vocab):
     import zipfile
-    from tasks.classification import ClassificationConfig, ClassificationTask
+
     from modeling import BertConfig
+    from tasks.classification import ClassificationConfig, ClassificationTask
     mnli = _mnli_folder(tmp_path)
     vocab = write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "movie", "a",
                          "film", "the", "cat", "sat", "."])

@@ -270,7 +270,8 @@ def test_record_shuffle_keeps_every_record_in_bounded_memory(tmp_path):
 
 
 def test_pieces_cover_each_document_exactly_once(data):
-    from data_prep import corpus as corpus_lib, fast_pretraining
+    from data_prep import corpus as corpus_lib
+    from data_prep import fast_pretraining
     _, _, _, corpus = data
     lines = []
     for piece in fast_pretraining.plan_pieces([corpus], piece_mb=0.003):
@@ -402,7 +403,8 @@ def test_lines_are_read_as_the_original_reads_them(tmp_path):
     """TensorFlow's GFile.readline drops every carriage return (checked by hand against
     TF 2.21: b"a\\rb c\\r\\n" reads as "ab c\\n"), and the original strips lines as Python
     strings, so a line of Unicode spaces or of invalid bytes is a document break."""
-    from data_prep import corpus as corpus_lib, fast_pretraining
+    from data_prep import corpus as corpus_lib
+    from data_prep import fast_pretraining
     stats = corpus_lib.CorpusStats()
     clean = lambda raw: corpus_lib.clean_line(raw, stats)  # noqa: E731
     assert clean(b"ka\rlo su\r\n") == b"kalo su"

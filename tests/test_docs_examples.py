@@ -51,8 +51,8 @@ def workspace(tmp_path_factory):
     import modeling
     from serving.hub import export_encoder, export_preprocessor
     from tasks.classification.export import export_classification
-    from tests.conftest import TINY_CONFIG, write_tf1_checkpoint
     from tests import numpy_reference as ref
+    from tests.conftest import TINY_CONFIG, write_tf1_checkpoint
     folder = tmp_path_factory.mktemp("docs_examples")
     vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(5)] + \
         ["[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", "!"] + list(WORDS)

@@ -5,11 +5,11 @@ import collections
 
 import numpy as np
 import tensorflow as tf
-
 from conftest import TINY_CONFIG
+
 from modeling import BertClassifier, BertConfig
-from tasks.classification import features
 from modeling.padding import trim_padding
+from tasks.classification import features
 
 MAX_LEN = 32
 

@@ -12,8 +12,8 @@ import pytest
 import modeling
 from modeling.huggingface import save_huggingface
 from tests import numpy_reference as ref
-from tests.conftest import write_tf1_checkpoint
 from tests import warm_processes
+from tests.conftest import write_tf1_checkpoint
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from text.packing import truncate_seq_pair
 from tests import numpy_reference as ref
-from tests.conftest import write_tf1_checkpoint
 from tests import warm_processes
+from tests.conftest import write_tf1_checkpoint
+from text.packing import truncate_seq_pair
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "barked", "cat", "sat",

@@ -35,8 +35,8 @@ def check_chain(instances, doc, docs_bounds, seg_start, seg_end, target):
         assert a_hi in ends and a_hi > a_lo and a_hi <= seg_end[last]
         assert b_lo in starts and b_hi in ends and b_hi > b_lo
         if is_random:
-            r = next(d for d, (f, l) in enumerate(docs_bounds)
-                     if seg_start[f] <= b_lo < seg_end[l])
+            r = next(d for d, (f, last) in enumerate(docs_bounds)
+                     if seg_start[f] <= b_lo < seg_end[last])
             assert r != doc or len(docs_bounds) == 1
             r_last_end = seg_end[docs_bounds[r][1]]
             want = target - (a_hi - a_lo)

@@ -3,9 +3,9 @@
 import pytest
 import tensorflow as tf
 
+from tests import text_generator
 from text.graph_tokenizer import GraphTokenizer
 from text.tokenization import BasicTokenizer, FullTokenizer
-from tests import text_generator
 
 N_STRINGS = 4000
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
+from modeling.inputs import INPUT_NAMES
+from tests import numpy_reference as ref
+from tests import warm_processes
+from tests.conftest import write_tf1_checkpoint
 from text import packing
 from text.tokenization import FullTokenizer
-from tests import numpy_reference as ref
-from tests.conftest import write_tf1_checkpoint
-from modeling.inputs import INPUT_NAMES
-from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "good", "bad",

@@ -1,9 +1,9 @@
 """Layer and model contracts: get_config round trips, shapes, mixed precision, a train step."""
 
 import keras
-import tensorflow as tf
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import modeling
 from modeling.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead

@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
+from modeling.inputs import INPUT_NAMES
 from text import packing
 from text.tokenization import FullTokenizer
-from modeling.inputs import INPUT_NAMES
 
 FILLER = ["the", "movie", "was", "a", "plot", "and", "acting", "very", "really", "film",
           "it", "of", "to", "in", "for", "with"]

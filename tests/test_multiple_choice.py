@@ -14,9 +14,9 @@ import modeling
 from tasks.multiple_choice import BertMultipleChoice, data
 from tasks.multiple_choice.features import convert_examples
 from tests import numpy_reference as ref
+from tests import warm_processes
 from tests.conftest import write_tf1_checkpoint
 from text.tokenization import FullTokenizer
-from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)

@@ -11,9 +11,9 @@ import pytest
 
 from tasks.tagging import conll
 from tasks.tagging.features import convert_sentences, plan_windows, word_predictions
-from text.tokenization import FullTokenizer
 from tasks.tagging.metrics import chunks, evaluate
 from tests import warm_processes
+from text.tokenization import FullTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)

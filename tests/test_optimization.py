@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 from modeling import BertConfig, BertPretrainer
-from training.optimizers import (AdamWeightDecay, Lamb, canonical_names, create_optimizer,
-                                 decay_excluded)
+from training.optimizers import (
+    AdamWeightDecay,
+    Lamb,
+    canonical_names,
+    create_optimizer,
+    decay_excluded,
+)
 from training.schedules import WarmupLinearDecay
 
 

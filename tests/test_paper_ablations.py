@@ -14,8 +14,8 @@ from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load ru
 import modeling
 import modeling.huggingface
 from tests import numpy_reference as ref
-from tests.conftest import write_tf1_checkpoint
 from tests import warm_processes
+from tests.conftest import write_tf1_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)

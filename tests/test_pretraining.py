@@ -8,14 +8,14 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from tasks.pretraining.input import pretraining_dataset
-from modeling import BertConfig, BertPretrainer
 from pretraining_data import TINY_TRAINING_CONFIG, write_records
+
+from modeling import BertConfig, BertPretrainer
+from tasks.pretraining import PretrainingTask
+from tasks.pretraining.input import pretraining_dataset
 from training import metrics_log
 from training.loop import Trainer, TrainingDivergedError, log_interval
 from training.optimizers import _PreReducedGradients, create_optimizer
-from tasks.pretraining import PretrainingTask
 
 SEQ, PRED = 24, 4
 

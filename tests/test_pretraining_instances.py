@@ -3,9 +3,12 @@ chosen values and checks that the calls come in the original's order."""
 
 import pytest
 
-from data_prep.pretraining_instances import (InstanceParams, VocabInfo,
-                                             create_instances_from_document,
-                                             create_masked_lm_predictions)
+from data_prep.pretraining_instances import (
+    InstanceParams,
+    VocabInfo,
+    create_instances_from_document,
+    create_masked_lm_predictions,
+)
 
 CLS, SEP, MASK = 1, 2, 3
 VOCAB = VocabInfo(cls_id=CLS, sep_id=SEP, mask_id=MASK, word_ids=tuple(range(30)),

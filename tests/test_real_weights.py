@@ -125,8 +125,8 @@ def test_mean_pooled_sentence_embeddings_match_the_sentence_transformers_recipe(
     the same recipe (mean over the attention mask) computed in PyTorch."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from text import packing
     from modeling import feature_extraction
+    from text import packing
     hf = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True).eval()
     texts = ["A man is playing a guitar.", "Someone plays an instrument.",
              "The stock market fell sharply today."]

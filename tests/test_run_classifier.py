@@ -177,7 +177,6 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
                                ).stdout.strip().splitlines()[-1])
     np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
     # ... and its TF Lite file, and a Hugging Face model from the same checkpoint.
-    import tensorflow as tf
     lite = Interpreter(model_path=str(again / "model.tflite")).get_signature_runner(
         "serving_ids")(**{k: v.astype(np.int32) for k, v in features.items()
                           if k in ("input_ids", "input_mask", "segment_ids")})
@@ -232,10 +231,10 @@ def test_bad_input_is_named(toy, tmp_path):
 def test_pair_export_matches_the_model_on_python_features(toy, tmp_path):
     import tensorflow as tf
 
-    from tasks.classification.data import InputExample
-    from tasks.classification.features import convert_examples
     from modeling import BertClassifier, BertConfig
+    from tasks.classification.data import InputExample
     from tasks.classification.export import export_classification
+    from tasks.classification.features import convert_examples
 
     vocab = str(toy["folder"] / "vocab.txt")
     config = BertConfig.from_json_file(str(toy["folder"] / "bert_config.json"))

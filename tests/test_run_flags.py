@@ -29,14 +29,14 @@ def test_unreadable_record_does_not_stop_training(tmp_path):
 def test_only_recorded_flags_of_the_run_configs_are_recorded():
     from absl import flags
 
-    from training.config import RuntimeConfig, TrainerConfig
     from cli.flags import config_from_flags
+    from training.config import RuntimeConfig, TrainerConfig
     fv = flags.FlagValues()
     flags.DEFINE_integer("train_batch_size", 8, "", flag_values=fv)
     flags.DEFINE_string("output_dir", None, "", flag_values=fv)
     flags.DEFINE_string("unrelated", "x", "", flag_values=fv)
     fv(["prog", "--train_batch_size=16", "--output_dir=out"])
-    trainer = config_from_flags(TrainerConfig, fv)
+    trainer = config_from_flags(fv, TrainerConfig)
     assert trainer.train_batch_size == 16 and trainer.learning_rate == 5e-5  # default
     record = run_flags.recorded_values(trainer, RuntimeConfig(seed=3))
     assert record["train_batch_size"] == 16 and record["seed"] == 3
@@ -101,10 +101,10 @@ def test_a_required_config_field_names_its_flag():
     import pytest
     from absl import app, flags
 
-    from training.config import TrainerConfig
     from cli.flags import config_from_flags
+    from training.config import TrainerConfig
     fv = flags.FlagValues()
     flags.DEFINE_string("output_dir", None, "", flag_values=fv)
     fv(["prog"])
     with pytest.raises(app.UsageError, match="--output_dir is required"):
-        config_from_flags(TrainerConfig, fv)
+        config_from_flags(fv, TrainerConfig)

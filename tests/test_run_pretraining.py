@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from pretraining_data import write_config, write_records
+
 from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

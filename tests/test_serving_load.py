@@ -5,6 +5,7 @@ multilingual and long texts, single and pair tasks, truncation and windows, regr
 and every input form a user may pass."""
 
 import os
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -13,10 +14,10 @@ import pytest
 import modeling
 import serving
 from serving.predictor import _columns
-from tests.serving_checks import assert_same, text_signature
 from tasks.classification.export import export_classification
 from tests import text_generator
 from tests.conftest import TINY_CONFIG
+from tests.serving_checks import assert_same, text_signature
 from text.tokenization import BasicTokenizer
 
 pytest.importorskip("tensorflow_text")
@@ -153,6 +154,26 @@ def test_auto_picks_tflite_for_small_requests(exports):
     assert predict._ids_model.loaded  # the 5-row request loaded the SavedModel
     # A request of one string.
     assert predict(ENGLISH[0])["probabilities"].shape == (1, 3)
+
+
+def test_the_export_names_its_fast_path_and_older_exports_still_find_theirs(exports,
+                                                                            tmp_path):
+    """serving.json names the class that answers from raw text ("module:Class"): serving
+    imports it by that name, knowing no task. An export from before that name was
+    written (its task's name alone) finds it in its task's package."""
+    import json
+    import shutil
+
+    from tasks.classification.fast_path import ClassificationFastPath
+    config = json.loads((Path(exports["single"]) / "serving.json").read_text())
+    assert config["fast_path"] == "tasks.classification.fast_path:ClassificationFastPath"
+    folder = tmp_path / "older"
+    shutil.copytree(exports["single"], folder)
+    del config["fast_path"]
+    (folder / "serving.json").write_text(json.dumps(config))
+    older = serving.load(str(folder), backend="tflite")
+    assert isinstance(older.fast_path, ClassificationFastPath)
+    assert_same(older(ENGLISH), loaded(exports["single"], "tflite")(ENGLISH))
 
 
 def test_saved_model_alone_without_a_fast_path(exports, tmp_path):

@@ -132,6 +132,7 @@ def test_multiple_choice_answers_as_its_raw_text_signature(setup, texts):
 
 def test_squad_answers_in_windows_with_the_originals_post_processing(setup, texts):
     import tensorflow as tf
+
     from tasks.squad.export import export_squad
     from tasks.squad.fast_path import SquadFastPath
     folder, vocab_file, config = setup

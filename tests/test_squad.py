@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from tasks.squad import data as squad
-from text.tokenization import FullTokenizer
 from tasks.squad.metrics import evaluate_v1, evaluate_v2
 from tasks.squad.predictions import get_final_text
 from tests import warm_processes
+from text.tokenization import FullTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)

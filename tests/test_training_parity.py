@@ -26,8 +26,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import BertClassifier, BertConfig, BertPretrainer, load_checkpoint
-from modeling import checkpoint_mapping
+from modeling import (
+    BertClassifier,
+    BertConfig,
+    BertPretrainer,
+    checkpoint_mapping,
+    load_checkpoint,
+)
 from tasks.classification.task import ClassificationTask
 from tasks.pretraining.task import PretrainingTask
 from tests import numpy_reference as ref

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from tests import warm_processes
 from text import vocabulary
 from text.tokenization import BasicTokenizer, FullTokenizer, is_cjk, is_punctuation
-from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEMS = ["walk", "talk", "jump", "play", "look", "cook", "help", "work"]

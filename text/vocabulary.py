@@ -148,7 +148,8 @@ class _Learner:
         from text.graph_tokenizer import require_text
         require_text("Learning a vocabulary (tensorflow-text's WordPiece learner)")
         from tensorflow_text.tools.wordpiece_vocab import (
-            wordpiece_tokenizer_learner_lib as lib)
+            wordpiece_tokenizer_learner_lib as lib,
+        )
 
         self._lib = lib
         self._params = lib.Params(

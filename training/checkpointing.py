@@ -26,7 +26,6 @@ from absl import logging
 from google.protobuf.message import DecodeError
 
 from common.errors import op_error_text
-
 from modeling import checkpoint_mapping
 from modeling.checkpoint import TF2_WEIGHTS_KEY
 

@@ -40,8 +40,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
-from modeling.inputs import INPUT_NAMES
 from common.progress import format_duration
+from modeling.inputs import INPUT_NAMES
 from training import checkpointing, metrics_log, preemption, run_flags
 from training.distribution import is_chief, worker_index
 

@@ -43,9 +43,9 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
+from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from text.graph_tokenizer import require_text
 from text.tokenization import check_vocabulary_fits, validate_case_matches_checkpoint
-from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from training import checkpointing, distribution, loop, metrics_log, run_flags, run_lock
 from training.config import FineTuningConfig, RuntimeConfig
 from training.optimizers import create_optimizer

@@ -18,8 +18,7 @@ registry.register(registry.TaskEntry(
     config_class=f"{_CONFIG}:ClassificationConfig",
     export=registry.ExportEntry(options=f"{_CONFIG}:ClassificationExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export"),
-    fast_path="tasks.classification.fast_path:ClassificationFastPath"))
+                                save=f"{_EXPORT}:save_for_export")))
 
 __all__ = ["ClassificationConfig", "ClassificationTask"]
 __getattr__ = registry.lazy_names(__name__, {_CONFIG: ["ClassificationConfig"],

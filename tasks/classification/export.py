@@ -23,6 +23,7 @@ from text.graph_packing import pack_document_ids
 
 class ClassificationModule(export.ServingModule):
     task = "classification"
+    fast_path = "tasks.classification.fast_path:ClassificationFastPath"
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
                  regression, long_document="truncate", doc_stride=None):

@@ -18,11 +18,11 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
-from text import packing
 from common.progress import Progress
-from modeling.padding import trim_padding
 from modeling.inputs import INPUT_NAMES
+from modeling.padding import trim_padding
 from tasks.classification.config import TOKENIZERS
+from text import packing
 
 FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
 

@@ -17,14 +17,20 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common import tables
+from common.scores import mean_over_windows, softmax
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
 from training import loop
-from common import tables
-from common.scores import mean_over_windows, softmax
-from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
-    steps_for_epochs, token_count
+from training.task import (
+    Task,
+    TrainInput,
+    model_inputs,
+    static_shapes_needed,
+    steps_for_epochs,
+    token_count,
+)
 
 # GLUE's submission file name of each task (written with the test predictions).
 GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",

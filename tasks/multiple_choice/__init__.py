@@ -16,8 +16,7 @@ registry.register(registry.TaskEntry(
     name="multiple_choice", aliases=("swag", "multiple-choice"),
     task_class=f"{_TASK}:MultipleChoiceTask", config_class=f"{_CONFIG}:MultipleChoiceConfig",
     export=registry.ExportEntry(options=None, build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export"),
-    fast_path="tasks.multiple_choice.fast_path:MultipleChoiceFastPath"))
+                                save=f"{_EXPORT}:save_for_export")))
 
 __all__ = ["BertMultipleChoice", "MultipleChoiceConfig", "MultipleChoiceTask"]
 __getattr__ = registry.lazy_names(__name__, {

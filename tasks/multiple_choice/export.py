@@ -17,10 +17,10 @@ Pipeline position: after fine-tuning (`run_swag.py --export_dir`,
 import tensorflow as tf
 
 from modeling.inputs import INPUT_NAMES
+from modeling.padding import trim_padding
 from serving import saved_model as export
 from tasks.multiple_choice.model import BertMultipleChoice
 from text.graph_packing import pack_ids
-from modeling.padding import trim_padding
 
 CHOICE_IDS_SPEC = tf.TensorSpec([None, None, None], tf.int32)
 CHOICES_SPEC = tf.TensorSpec([None, None], tf.string)
@@ -28,6 +28,7 @@ CHOICES_SPEC = tf.TensorSpec([None, None], tf.string)
 
 class MultipleChoiceModule(export.ServingModule):
     task = "multiple_choice"
+    fast_path = "tasks.multiple_choice.fast_path:MultipleChoiceFastPath"
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length):
         super().__init__("bert_multiple_choice", model, vocab_file, do_lower_case,

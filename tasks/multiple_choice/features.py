@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from common.progress import Progress
 from modeling.inputs import INPUT_NAMES
-from text.packing import pack
 from modeling.padding import trim_padding
+from text.packing import pack
 from training.task import array_dataset_fn
 
 

@@ -22,8 +22,14 @@ from tasks.multiple_choice.export import export_multiple_choice
 from tasks.multiple_choice.model import BertMultipleChoice
 from text.tokenization import FullTokenizer
 from training import loop
-from training.task import Task, TrainInput, model_inputs, static_shapes_needed, \
-    steps_for_epochs, token_count
+from training.task import (
+    Task,
+    TrainInput,
+    model_inputs,
+    static_shapes_needed,
+    steps_for_epochs,
+    token_count,
+)
 
 
 class MultipleChoiceTask(Task):

@@ -34,8 +34,12 @@ from absl import logging
 from common import file_io
 from modeling import BertConfig, BertPretrainer, save_google_checkpoint
 from tasks.pretraining import plateau
-from tasks.pretraining.input import (check_records, expand_input_patterns, find_damaged,
-                                     pretraining_dataset)
+from tasks.pretraining.input import (
+    check_records,
+    expand_input_patterns,
+    find_damaged,
+    pretraining_dataset,
+)
 from training import loop
 from training.task import Task, TrainInput, token_count
 

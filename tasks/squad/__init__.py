@@ -17,8 +17,7 @@ registry.register(registry.TaskEntry(
     config_class=f"{_CONFIG}:SquadConfig",
     export=registry.ExportEntry(options=f"{_CONFIG}:SquadExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export"),
-    fast_path="tasks.squad.fast_path:SquadFastPath"))
+                                save=f"{_EXPORT}:save_for_export")))
 
 __all__ = ["SquadConfig", "SquadTask"]
 __getattr__ = registry.lazy_names(__name__, {_CONFIG: ["SquadConfig"], _TASK: ["SquadTask"]})

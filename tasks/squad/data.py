@@ -19,8 +19,8 @@ import json
 
 import numpy as np
 
-from modeling.inputs import INPUT_NAMES
 from common.progress import Progress
+from modeling.inputs import INPUT_NAMES
 
 
 class SquadError(ValueError):

@@ -12,14 +12,15 @@ import tensorflow as tf
 from modeling import BertSpanLabeler
 from serving import saved_model as export
 from serving.saved_model import untracked
-from text.graph_packing import keep_first, pack_ids
 from tasks.squad.config import SquadReading
+from text.graph_packing import keep_first, pack_ids
 
 
 class SquadModule(export.ServingModule):
     """Question + context in, start/end logits and token offsets out."""
 
     task = "squad"
+    fast_path = "tasks.squad.fast_path:SquadFastPath"
     # The logits of padded positions stay the model's: as in the original's
     # post-processing, the n-best starts and ends are picked among every position, so
     # they can take a slot (and change the answer's probability) before being dropped.

@@ -18,18 +18,25 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from text.tokenization import FullTokenizer
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
 from tasks.squad.export import export_squad
 from tasks.squad.predictions import at_threshold as predictions_at_threshold
 from tasks.squad.predictions import compute_predictions
+from text.tokenization import FullTokenizer
+from training import loop
+from training.task import (
+    Task,
+    TrainInput,
+    array_batches,
+    array_dataset_fn,
+    model_inputs,
+    steps_for_epochs,
+    token_count,
+)
 
 # SQuAD 2.0 with gold answers: the predictions at the null threshold best on that file.
 BEST_THRESHOLD_PREDICTIONS = "predictions_best_threshold.json"
-from training import loop
-from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
-                           steps_for_epochs, token_count)
 
 
 def has_answers(squad_json):

@@ -17,8 +17,7 @@ registry.register(registry.TaskEntry(
     config_class=f"{_CONFIG}:TaggingConfig",
     export=registry.ExportEntry(options=f"{_CONFIG}:TaggingExportOptions",
                                 build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export"),
-    fast_path="tasks.tagging.fast_path:TaggingFastPath"))
+                                save=f"{_EXPORT}:save_for_export")))
 
 __all__ = ["TaggingConfig", "TaggingTask"]
 __getattr__ = registry.lazy_names(__name__, {_CONFIG: ["TaggingConfig"], _TASK: ["TaggingTask"]})

@@ -18,6 +18,7 @@ class TaggingModule(export.ServingModule):
     """Sentence in, entities with character offsets out (see `export_tagging`)."""
 
     task = "tagging"
+    fast_path = "tasks.tagging.fast_path:TaggingFastPath"
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list):
         super().__init__("bert_tagger", model, vocab_file, do_lower_case, max_seq_length)

@@ -17,13 +17,21 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io, tables
-from text.tokenization import FullTokenizer
 from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.export import export_tagging
+from text.tokenization import FullTokenizer
 from training import loop
-from training.task import (Task, TrainInput, array_batches, array_dataset_fn, model_inputs,
-                           static_shapes_needed, steps_for_epochs, token_count)
+from training.task import (
+    Task,
+    TrainInput,
+    array_batches,
+    array_dataset_fn,
+    model_inputs,
+    static_shapes_needed,
+    steps_for_epochs,
+    token_count,
+)
 
 LABEL_LIST = "label_list.txt"
 
