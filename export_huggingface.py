@@ -13,24 +13,26 @@ is `modeling.huggingface.save_huggingface`. The log goes beside the folder
 """
 
 import dataclasses
+from typing import Optional
 
 from absl import flags, logging
 
 import cli
-from cli.flags import config_from_flags, define_settings
+from cli.flags import config_from_flags, configs_from_flags, define_settings
 from common import file_io
 from common.settings import setting
-from common.shared_settings import ModelFiles, ModelVocabulary
+from common.shared_settings import VOCAB_FILE_HELP, ModelVocabulary, WeightedModelFiles
 from tasks import registry
 
 TASKS = registry.load_all()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HuggingFaceExportSettings(ModelFiles, ModelVocabulary):
+class HuggingFaceExportSettings(WeightedModelFiles, ModelVocabulary):
     """This script's settings (the vocabulary, when given, is copied beside the model);
     each task's own settings that build its model (labels...) are added below."""
     output_dir: str = setting(help="The Hugging Face model folder to write.")
+    vocab_file: Optional[str] = setting(None, help=VOCAB_FILE_HELP)  # copied beside it
     task_type: str = setting(
         "encoder", choices=["encoder"] + registry.names(where=lambda entry: entry.export),
         help="Which model the checkpoint holds: encoder (AutoModel), or a task's model "
@@ -42,11 +44,11 @@ define_settings(HuggingFaceExportSettings)
 for _entry in TASKS.values():  # each task's settings that build its model (labels...)
     if _entry.export and _entry.export.options:
         define_settings(_entry.export.options)
-flags.mark_flags_as_required(["bert_config_file", "init_checkpoint", "output_dir"])
 FLAGS = flags.FLAGS
 
 
 def main(_):
+    configs_from_flags(FLAGS, HuggingFaceExportSettings)  # required settings given, values checked
     import modeling
     from modeling.huggingface import architecture, save_huggingface
     from text.tokenization import check_vocabulary_fits

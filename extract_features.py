@@ -20,13 +20,13 @@ from typing import Optional
 from absl import app, flags, logging
 
 import cli
-from cli.flags import define_settings
+from cli.flags import configs_from_flags, define_settings
 from common.settings import setting
-from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
+from common.shared_settings import ModelVocabulary, SequenceLength, WeightedModelFiles
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FeatureSettings(ModelFiles, ModelVocabulary, SequenceLength):
+class FeatureSettings(WeightedModelFiles, ModelVocabulary, SequenceLength):
     """This script's settings, the original's names."""
     input_file: str = setting(help="Text file with one example per line; 'text_a ||| "
                               "text_b' for a pair.")
@@ -70,6 +70,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    configs_from_flags(FLAGS, FeatureSettings)  # required settings given, values checked
     import numpy as np
 
     import modeling
@@ -138,6 +139,4 @@ def lines_file(output_file):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file",
-                                  "bert_config_file", "init_checkpoint"])
     cli.run(main)

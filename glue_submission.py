@@ -14,7 +14,7 @@ import dataclasses
 from absl import flags, logging
 
 import cli
-from cli.flags import define_settings
+from cli.flags import configs_from_flags, define_settings
 from common.settings import setting
 
 
@@ -31,6 +31,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    configs_from_flags(FLAGS, SubmissionSettings)  # required settings given, values checked
     from common import file_io
     from tasks.classification import submission
 
@@ -52,5 +53,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["run_dirs"])
     cli.run(main)

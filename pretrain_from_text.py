@@ -25,7 +25,7 @@ from typing import Optional
 from absl import flags, logging
 
 import cli
-from cli.flags import config_from_flags, define_settings
+from cli.flags import configs_from_flags, define_settings
 from common import cpu
 from common.settings import setting
 from common.shared_settings import Casing
@@ -92,13 +92,13 @@ def fine_tuning_advice(export, vocab, do_lower_case):
 
 
 def main(_):
+    configs_from_flags(FLAGS, FromTextSettings)  # required settings given, values checked
     from data_prep import corpus
     from tasks.pretraining import from_text
     from training import runner
     from training.config import RuntimeConfig
     from training.preemption import TrainingStopped
 
-    config_from_flags(FLAGS, FromTextSettings)  # checks the values before any work
     files = corpus.expand_input_patterns(FLAGS.input_text)
     out = FLAGS.output_dir
     os.makedirs(out, exist_ok=True)
@@ -181,5 +181,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_text", "output_dir"])
     cli.run(main)

@@ -41,7 +41,7 @@ def _eval_only():
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
-    fine_tuning.require_a_stage(FLAGS, "do_eval_only")
+    training_flags.require_a_stage(FLAGS, "do_eval_only")
     fine_tuning.run(TASK, FLAGS)
 
 

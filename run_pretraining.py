@@ -24,8 +24,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    if not (FLAGS.do_train or FLAGS.do_eval):
-        raise app.UsageError("At least one of --do_train or --do_eval must be set.")
+    training_flags.require_a_stage(FLAGS, stages=("do_train", "do_eval"))
     from training.config import RuntimeConfig, TrainerConfig
 
     axes = training_flags.grid_axes(FLAGS)

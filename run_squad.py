@@ -68,11 +68,9 @@ def _eval_only():
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
+    training_flags.require_a_stage(FLAGS, "export_dir", "question", "do_eval_only")
     question, stages = FLAGS.question, (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict
                                         or FLAGS.export_dir)
-    if not (stages or question is not None):
-        raise app.UsageError("Nothing to do: give at least one of --do_train, --do_eval, "
-                             "--do_predict, --export_dir, --question, --do_eval_only.")
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
     from tasks.squad.data import read_squad_from_text

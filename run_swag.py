@@ -20,6 +20,7 @@ from absl import flags
 
 import cli
 from cli import fine_tuning
+from cli import flags as training_flags
 from tasks import registry
 
 TASK = registry.load("multiple_choice")
@@ -28,7 +29,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    fine_tuning.require_a_stage(FLAGS)
+    training_flags.require_a_stage(FLAGS)
     fine_tuning.run(TASK, FLAGS)
 
 

@@ -8,11 +8,7 @@ command-line layer knows no task. The task's TensorFlow code is imported only on
 flags have been checked.
 """
 
-from absl import app
-
 from cli import flags as training_flags
-
-STAGES = ("do_train", "do_eval", "do_predict")
 
 
 def define_flags(entry):
@@ -22,15 +18,6 @@ def define_flags(entry):
     training_flags.define_settings(entry.config_class)
     training_flags.define_common_flags()
     training_flags.define_fine_tuning_flags()
-
-
-def require_a_stage(flag_values, *others):
-    """Raises `app.UsageError` unless a stage flag (or one of the flags `others`) is
-    given."""
-    if any(flag_values[name].value for name in STAGES + others):
-        return
-    names = ", ".join(f"--{name}" for name in STAGES + others)
-    raise app.UsageError(f"Nothing to do: give at least one of {names}.")
 
 
 def run(entry, flag_values):

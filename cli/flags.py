@@ -17,6 +17,9 @@ from absl import app, flags
 
 from common import settings
 
+# The stages of a fine-tuning script; pre-training has the first two.
+STAGES = ("do_train", "do_eval", "do_predict")
+
 # Flags that take several comma-separated values for a fine-tuning grid
 # (`training.grid`): every combination is one run.
 GRID_FLAGS = ("learning_rate", "train_batch_size", "num_train_epochs", "seed")
@@ -139,6 +142,17 @@ def define_fine_tuning_flags():
     flags.DEFINE_bool("do_predict", False, "Predict the test / predict file.")
     define_settings(FineTuningConfig)
     define_settings(TrainerConfig)
+
+
+def require_a_stage(flag_values, *others, stages=STAGES):
+    """The one stage check of every training script: raises `app.UsageError` unless one
+    of the `stages` flags, or of the flags `others` that a script adds (`--export_dir`,
+    `--question`, `--do_eval_only`), is given (a string flag: given at all)."""
+    names = tuple(stages) + others
+    if any(flag_values[name].value not in (None, False) for name in names):
+        return
+    raise app.UsageError(f"Nothing to do: give at least one of "
+                         f"{', '.join(f'--{name}' for name in names)}.")
 
 
 def _required(field):

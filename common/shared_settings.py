@@ -18,6 +18,12 @@ from typing import Optional
 
 from common.settings import setting
 
+CHECKPOINT_HELP = ("The weights: a Google TF1 checkpoint prefix, a Hugging Face "
+                   "model.safetensors, or a checkpoint of this project (output_dir/ckpt-N, "
+                   "output_dir/best/model.ckpt). To train: omit to start from random "
+                   "weights.")
+VOCAB_FILE_HELP = "The WordPiece vocabulary (vocab.txt) of the model."
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelFiles:
@@ -25,17 +31,20 @@ class ModelFiles:
     bert_config_file: str = setting(
         recorded=True, help="The bert_config.json of the model (or a Hugging Face "
         "config.json).")
-    init_checkpoint: Optional[str] = setting(
-        None, recorded=True, help="The weights: a Google TF1 checkpoint prefix, a Hugging "
-        "Face model.safetensors, or a checkpoint of this project (output_dir/ckpt-N, "
-        "output_dir/best/model.ckpt). To train: omit to start from random weights.")
+    init_checkpoint: Optional[str] = setting(None, recorded=True, help=CHECKPOINT_HELP)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WeightedModelFiles(ModelFiles):
+    """A model whose weights a tool needs (to read features, to export): the checkpoint
+    is required."""
+    init_checkpoint: str = setting(recorded=True, help=CHECKPOINT_HELP)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class VocabularyFile:
     """The vocabulary alone (of records, or of a model)."""
-    vocab_file: str = setting(
-        recorded=True, help="The WordPiece vocabulary (vocab.txt) of the model.")
+    vocab_file: str = setting(recorded=True, help=VOCAB_FILE_HELP)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-from cli.flags import define_settings  # noqa: E402
+from cli.flags import configs_from_flags, define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import Casing  # noqa: E402
 
@@ -53,6 +53,7 @@ UNKNOWN_WARNING = 0.005  # share of the corpus's words that may become [UNK] una
 
 
 def main(_):
+    configs_from_flags(FLAGS, VocabularySettings)  # required settings given, values checked
     from common import file_io
     from common.progress import Progress
     from data_prep import corpus
@@ -105,7 +106,6 @@ def report_coverage(found):
 
 def run_as_script():
     """The tool's command line (also the root script's, where there is one)."""
-    flags.mark_flags_as_required(["input_file", "output_file"])
     cli.run(main)
 
 

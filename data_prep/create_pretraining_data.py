@@ -29,7 +29,7 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-from cli.flags import define_settings  # noqa: E402
+from cli.flags import configs_from_flags, define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import SequenceLength, Vocabulary  # noqa: E402
 
@@ -207,6 +207,7 @@ def _warn_about_input(stats):
 
 
 def main(_):
+    configs_from_flags(FLAGS, CreationSettings)  # required settings given, values checked
     from common import file_io
     from common.progress import Progress
     from data_prep import corpus
@@ -267,7 +268,6 @@ def _main_then_exit(argv):
 
 def run_as_script():
     """The tool's command line (also the root script's, where there is one)."""
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
     cli.run(_main_then_exit)
 
 

@@ -28,7 +28,7 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-from cli.flags import define_settings  # noqa: E402
+from cli.flags import configs_from_flags, define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import DocumentOutput  # noqa: E402
 
@@ -96,6 +96,7 @@ def language_of(dbname):
 
 
 def main(_):
+    configs_from_flags(FLAGS, WikipediaSettings)  # required settings given, values checked
     from common.progress import Progress
     from data_prep.document_writer import DocumentWriter
     from data_prep.sentences import check_language
@@ -144,7 +145,6 @@ def main(_):
 
 def run_as_script():
     """The tool's command line (also the root script's, where there is one)."""
-    flags.mark_flags_as_required(["input_file", "output_dir"])
     cli.run(main, log_beside_output=True)
 
 

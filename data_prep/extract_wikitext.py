@@ -26,7 +26,7 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-from cli.flags import define_settings  # noqa: E402
+from cli.flags import configs_from_flags, define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped, as
@@ -48,6 +48,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    configs_from_flags(FLAGS, WikiTextSettings)  # required settings given, values checked
     from data_prep import corpus
     from data_prep.document_writer import DocumentWriter
     from data_prep.sentences import check_language
@@ -83,7 +84,6 @@ def main(_):
 
 def run_as_script():
     """The tool's command line."""
-    flags.mark_flags_as_required(["input_file", "output_dir"])
     cli.run(main, log_beside_output=True)
 
 

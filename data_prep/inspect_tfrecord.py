@@ -22,7 +22,7 @@ if not __package__:  # run by its path: this project's packages import from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cli  # noqa: E402
-from cli.flags import define_settings  # noqa: E402
+from cli.flags import configs_from_flags, define_settings  # noqa: E402
 from common.settings import setting  # noqa: E402
 from common.shared_settings import VocabularyFile  # noqa: E402
 
@@ -79,6 +79,7 @@ def statistics(examples, mask_id):
 
 
 def main(_):
+    configs_from_flags(FLAGS, InspectionSettings)  # required settings given, values checked
     import itertools
 
     from data_prep import corpus
@@ -114,7 +115,6 @@ def main(_):
 
 def run_as_script():
     """The tool's command line (also the root script's, where there is one)."""
-    flags.mark_flags_as_required(["input_file", "vocab_file"])
     cli.run(main)
 
 

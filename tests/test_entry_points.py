@@ -73,7 +73,7 @@ PARSE_CASES = {
     ("pretrain_from_text.py", "no flags"): (
         [], "error: --input_text and --output_dir are required (see --helpfull)."),
     ("data_prep/create_pretraining_data.py", "no flags"): (
-        [], "error: --input_file, --output_file and --vocab_file are required "
+        [], "error: --vocab_file, --input_file and --output_file are required "
             "(see --helpfull)."),
     ("data_prep/build_vocab.py", "misspelt"): (
         ["--vocab_sise=8"],
