@@ -18,13 +18,13 @@ import json
 from absl import app, flags
 
 import cli
-from cli import fine_tuning
 from cli import flags as training_flags
+from cli import training_run
 from common.shared_settings import ScoreOnly
 from tasks import registry
 
 TASK = registry.load("tagging")
-fine_tuning.define_flags(TASK)
+training_run.define_flags(TASK)
 training_flags.define_settings(ScoreOnly)
 FLAGS = flags.FLAGS
 
@@ -41,8 +41,7 @@ def _eval_only():
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
-    training_flags.require_a_stage(FLAGS, "do_eval_only")
-    fine_tuning.run(TASK, FLAGS)
+    training_run.run(TASK, FLAGS, other_stages=("do_eval_only",))
 
 
 if __name__ == "__main__":

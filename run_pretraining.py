@@ -12,32 +12,19 @@ The task is `tasks.pretraining`; the run is `training.runner.run`.
       --num_train_steps=1000000 --num_warmup_steps=10000 --learning_rate=1e-4
 """
 
-from absl import app, flags
+from absl import flags
 
 import cli
-from cli import flags as training_flags
-from tasks.pretraining.config import PretrainingConfig  # noqa: E402
+from cli import training_run
+from tasks import registry
 
-training_flags.define_settings(PretrainingConfig)  # the task's settings, its defaults
-training_flags.define_common_flags()
+TASK = registry.load("pretraining")
+training_run.define_flags(TASK, fine_tuning=False)
 FLAGS = flags.FLAGS
 
 
 def main(_):
-    training_flags.require_a_stage(FLAGS, stages=("do_train", "do_eval"))
-    from training.config import RuntimeConfig, TrainerConfig
-
-    axes = training_flags.grid_axes(FLAGS)
-    if axes:
-        raise app.UsageError(f"--{next(iter(axes))} takes one value here (grids of several "
-                             f"are for the fine-tuning scripts).")
-    task_config, trainer, runtime = training_flags.configs_from_flags(
-        FLAGS, PretrainingConfig, TrainerConfig, RuntimeConfig)
-    # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from tasks.pretraining.task import PretrainingTask
-    from training import runner
-    runner.run(PretrainingTask(task_config), trainer, runtime,
-               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
+    training_run.run(TASK, FLAGS)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,14 @@ from absl import app, flags
 
 import cli
 from cli import flags as training_flags
+from cli import training_run
 from common.settings import setting
 from common.shared_settings import ScoreOnly
-from tasks.squad.config import SquadConfig  # noqa: E402
+from tasks import registry
+from tasks.squad.config import SquadConfig
 
-training_flags.define_settings(SquadConfig)  # the task's settings, its defaults
-training_flags.define_common_flags()
-training_flags.define_fine_tuning_flags()
+TASK = registry.load("squad")
+training_run.define_flags(TASK)
 training_flags.define_settings(ScoreOnly)
 
 
@@ -68,30 +69,26 @@ def _eval_only():
 def main(_):
     if FLAGS.do_eval_only:
         return _eval_only()
-    training_flags.require_a_stage(FLAGS, "export_dir", "question", "do_eval_only")
-    question, stages = FLAGS.question, (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict
-                                        or FLAGS.export_dir)
+    question = FLAGS.question
     if question is not None and FLAGS.context is None:
         raise app.UsageError("--question needs --context.")
-    from tasks.squad.data import read_squad_from_text
-    from training.config import RuntimeConfig, TrainerConfig
-
-    task_config, runtime, *trainer = training_flags.configs_from_flags(
-        FLAGS, SquadConfig, RuntimeConfig, *([TrainerConfig] if stages else []))
-    # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from tasks.squad.task import SquadTask
-    from training import grid, runner
-    task = SquadTask(task_config)
     model = None
-    if stages:
-        result = grid.run(SquadTask, task_config, trainer[0], runtime,
-                          training_flags.grid_axes(FLAGS), do_train=FLAGS.do_train,
-                          do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+    if FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir or \
+            question is None:  # (no stage and no question: the stage check says so)
+        result = training_run.run(TASK, FLAGS,
+                                  other_stages=("export_dir", "question", "do_eval_only"))
         if result.predict_results is not None:
             print(json.dumps(result.predict_results))
         model = result.model
     if question is not None:
+        from training.config import RuntimeConfig
+        task_config, runtime = training_flags.configs_from_flags(FLAGS, SquadConfig,
+                                                                 RuntimeConfig)
+        from tasks.squad.data import read_squad_from_text
+        from tasks.squad.task import SquadTask
+        from training import runner
         read_squad_from_text(question, FLAGS.context)  # refused before a model is built
+        task = SquadTask(task_config)
         model = model or runner.inference_model(task, FLAGS.output_dir, runtime)
         print(json.dumps(task.answer(model, question, FLAGS.context), ensure_ascii=False))
 

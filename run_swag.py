@@ -19,18 +19,16 @@ paper fine-tuned 3 epochs at learning rate 2e-5, batch size 16:
 from absl import flags
 
 import cli
-from cli import fine_tuning
-from cli import flags as training_flags
+from cli import training_run
 from tasks import registry
 
 TASK = registry.load("multiple_choice")
-fine_tuning.define_flags(TASK)
+training_run.define_flags(TASK)
 FLAGS = flags.FLAGS
 
 
 def main(_):
-    training_flags.require_a_stage(FLAGS)
-    fine_tuning.run(TASK, FLAGS)
+    training_run.run(TASK, FLAGS)
 
 
 if __name__ == "__main__":

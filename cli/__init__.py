@@ -2,7 +2,8 @@
 
   boundary.py     `cli.run(main)`: a quiet console, a full log file, one error boundary
   flags.py        the absl flags of the training scripts and flags -> frozen configs
-  fine_tuning.py  a fine-tuning script's flags, stages and run, for the task it is given
+  training_run.py every training script's flags, stage check and run, for the task it
+                  is given
 
 Pipeline position: the top of every script (`run_*.py`, `export_*.py`,
 `extract_features.py`, `demo.py`, the `data_prep` tools). Importing it quiets
