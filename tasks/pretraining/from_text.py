@@ -30,8 +30,8 @@ from absl import logging
 from common import file_io
 from data_prep import corpus
 
-# The recipe: bench/pretrain_recipe.py and bench/RESULTS.md ("A pre-training recipe for
-# one CPU hour") say how it was chosen and what it gives.
+# The recipe: bench/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
+# chosen: bench/RESULTS-archive.md, "A pre-training recipe for one CPU hour").
 RECIPE = {
     "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
               "intermediate_size": 1024, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -49,7 +49,7 @@ RECIPE = {
 }
 # The vocabulary is learned from at most this much of the training text, its lines
 # spread evenly (`sample_lines`): the learner is pure Python, about 7 s a MB on 2 cores,
-# and a larger sample learns about the same pieces (bench/RESULTS.md, "The vocabulary
+# and a larger sample learns about the same pieces (bench/RESULTS-archive.md, "The vocabulary
 # from a sample of a large corpus"). The recipe's corpus (25 MB) is used whole.
 VOCAB_SAMPLE_BYTES = 32 * 2**20
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
