@@ -8,7 +8,7 @@ older commit, e.g. `git worktree add /tmp/before <commit>`), the same measuremen
 with that checkout's `modeling` in a subprocess, alternating with this one's, and the table
 shows both.
 
-    python bench/checkpoint_load_speed.py [--before=/tmp/before] [--rounds=3]
+    python -m bench.checkpoint_load_speed [--before=/tmp/before] [--rounds=3]
 """
 
 import argparse

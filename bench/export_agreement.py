@@ -11,13 +11,12 @@ whole SST-2 dev set with each:
   * TF Lite of `serving_ids`, float32 and int8 dynamic-range (`--tflite_quantize`): largest
     probability difference against the SavedModel, label agreement, accuracy, file sizes.
 
-    python bench/export_agreement.py --shared_dir=../shared/data [--train_examples=2000]
+    python -m bench.export_agreement --shared_dir=../shared/data [--train_examples=2000]
 """
 
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 
@@ -25,9 +24,8 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from sst2 import sst2_subset  # noqa: E402  (bench/, the script's own folder)
+from bench.sst2 import sst2_subset  # noqa: E402
 
 
 def _size_mb(path):

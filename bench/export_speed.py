@@ -12,7 +12,7 @@ Two measurements, each in a fresh process per checkout, the checkouts alternatin
     tracing, 8 steps, evaluation, export), wall time of the process.
 
     git worktree add /tmp/before <commit>
-    python bench/export_speed.py --before=/tmp/before [--rounds=3]
+    python -m bench.export_speed --before=/tmp/before [--rounds=3]
 """
 
 import argparse
@@ -27,7 +27,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 WORDS = ("good great fine nice bad awful poor sad the movie was a plot and acting very "
          "really film").split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -97,7 +96,7 @@ def main():
     if args.measure:
         print(json.dumps(measure_export(args.root, args.work_dir, args.measure)))
         return
-    import machine  # bench/, the script's own folder
+    from bench import machine
     work = tempfile.mkdtemp(prefix="export_speed_")
     write_inputs(work)
     roots = {"this checkout": ROOT}

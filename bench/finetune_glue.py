@@ -6,7 +6,7 @@ package: Hugging Face safetensors + config.json + vocab.txt), copies the first
 runs `run_classifier.py` on it with the full dev set, and prints the dev metrics and the
 command line. A model that learns nothing here is a bug.
 
-    python bench/finetune_glue.py --shared_dir=../shared/data --task=SST-2 \
+    python -m bench.finetune_glue --shared_dir=../shared/data --task=SST-2 \
       [--train_examples=4000 --epochs=2 --max_seq_length=64 --learning_rate=5e-5]
 """
 

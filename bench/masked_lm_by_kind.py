@@ -13,7 +13,7 @@ A position counts as kept when its input token equals the label (a random draw o
 same token counts as kept too, as the model cannot tell them apart), as [MASK] when the
 input is [MASK], and as random otherwise. Padding slots (weight 0) are skipped.
 
-    python bench/masked_lm_by_kind.py --eval_input_file=HELDOUT.tfrecord \
+    python -m bench.masked_lm_by_kind --eval_input_file=HELDOUT.tfrecord \
       --vocab_file=VOCAB --models=NAME=EXPORT_DIR,NAME=EXPORT_DIR [--dtype=bfloat16]
 
 EXPORT_DIR holds `bert_config.json` and `bert_model.ckpt` (a run's `export/` folder).
@@ -24,11 +24,10 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import numpy as np  # noqa: E402
-from machine import describe  # noqa: E402  (bench/, the script's own folder)
+
+from bench.machine import describe  # noqa: E402
 
 KINDS = ("[MASK]", "kept", "random")
 

@@ -8,7 +8,7 @@ draws the weights and the dropout), on the records and schedule of the recipe (a
 `paper_tables.py` does for Table 5's MLM + NSP row), and fine-tunes each on `--tasks`
 with `--seeds` fine-tuning seeds, through the user-facing scripts.
 
-    python bench/nsp_seeds.py --shared_dir=../shared/data --recipe_dir=/tmp/bf16_full \
+    python -m bench.nsp_seeds --shared_dir=../shared/data --recipe_dir=/tmp/bf16_full \
       --work_dir=/tmp/tables_bf16 --runs=float32:2,bfloat16:2 [--tasks=STS-B,CoNLL-2003]
 
 Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagged
@@ -16,11 +16,9 @@ Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagge
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import paper_tables  # noqa: E402
+from bench import paper_tables  # noqa: E402
 
 
 class SeededBench(paper_tables.Bench):
@@ -48,7 +46,7 @@ def main():
     if not args.recipe_dir:
         parser.error("--recipe_dir is required: a pretrain_from_text.py --output_dir "
                      "run (the records and schedule to pre-train on)")
-    from machine import cpu_model, isa
+    from bench.machine import cpu_model, isa
     print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
     tasks = args.tasks.split(",")
     rows = []

@@ -26,7 +26,7 @@ linked), so the script resumes; the tables are printed in Markdown with every co
 line in the log. Table 8 prints each row as soon as its runs are done (a row costs a
 pre-training at the recipe's scale), and `--maskings` picks its rows.
 
-    python bench/paper_tables.py --shared_dir=../shared/data --tables=5,6,7,8 \
+    python -m bench.paper_tables --shared_dir=../shared/data --tables=5,6,7,8 \
       [--work_dir=/tmp/paper_tables --pretrain_steps=2000] [--recipe_dir=<pretrain_from_text
       output>] [--seeds=3 --jobs=2]
 
@@ -50,8 +50,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-sys.path.insert(0, ROOT)
 
 from common.file_io import atomic_write_text  # noqa: E402
 
@@ -256,7 +254,7 @@ class Bench:
         train = os.path.join(self.work, "documents_train.txt")
         held_out = os.path.join(self.work, "documents_eval.txt")
         if not os.path.exists(held_out):
-            from pretraining_data_speed import wikitext_documents
+            from bench.pretraining_data_speed import wikitext_documents
             text = "".join(wikitext_documents(os.path.join(
                 self.args.shared_dir, "wikitext", "wikitext-2", name))
                 for name in ("valid.txt", "test.txt"))
@@ -633,7 +631,7 @@ def main():
     args = arg_parser().parse_args()
     if not args.recipe_dir and args.pretrain_steps is None:
         args.pretrain_steps = 1000
-    from machine import cpu_model, isa
+    from bench.machine import cpu_model, isa
     bench = Bench(args)
     print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
     for table in args.tables.split(","):

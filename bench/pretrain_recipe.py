@@ -13,7 +13,7 @@ Reported, mean and standard error over `--seeds` fine-tuning seeds:
 Every command is printed and logged in `--work_dir/commands.log`; a finished step is not
 repeated, so the script resumes.
 
-    python bench/pretrain_recipe.py --shared_dir=../shared/data --work_dir=/tmp/recipe \
+    python -m bench.pretrain_recipe --shared_dir=../shared/data --work_dir=/tmp/recipe \
       [--budget_minutes=60 --seeds=3]
 """
 
@@ -21,15 +21,12 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import english_corpus  # noqa: E402  (bench/, the script's own folder)
-from paper_tables import LEARNING_RATE, Bench, mean_se  # noqa: E402
+from bench import english_corpus  # noqa: E402
+from bench.paper_tables import LEARNING_RATE, Bench, mean_se  # noqa: E402
 
 TASKS = ("STS-B", "CoNLL-2003", "QNLI", "SST-2")
 # The issue's goals: points over random weights, by at least two standard errors.
@@ -146,7 +143,7 @@ def main():
     pretrain_seconds = open(os.path.join(args.work_dir, "pretrain_seconds.txt")).read().strip() \
         if os.path.exists(os.path.join(args.work_dir, "pretrain_seconds.txt")) else "?"
 
-    from machine import cpu_model, isa
+    from bench.machine import cpu_model, isa
     print(f"\nCPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores. pretrain_from_text.py: "
           f"{pretrain_seconds} s in all; plan {plan['plan']}; recipe {plan['recipe']}")
     if corpus:

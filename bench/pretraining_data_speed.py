@@ -16,7 +16,7 @@ and prints instances/s, instances/s per core, CPU seconds, the ratios to the bas
 core and the 1 -> 2 worker scaling, as a Markdown table. It also checks that
 --mode=original wrote the same instances as the original script.
 
-    python bench/pretraining_data_speed.py --shared_dir=../shared/data [--target_mb=10]
+    python -m bench.pretraining_data_speed --shared_dir=../shared/data [--target_mb=10]
 """
 
 import argparse
@@ -34,7 +34,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def wikitext_documents(path):
     """WikiText-2 (tokenized release) as documents: `data_prep.extract_wikitext`'s
     articles, as one string."""
-    sys.path.insert(0, ROOT)
     from data_prep.wikitext_dataset import articles
     with open(path, encoding="utf-8") as f:
         return "".join("\n".join(d) + "\n\n" for d in articles(f))
@@ -110,7 +109,6 @@ def _run_once(command, pythonpath):
 
 
 def same_instances(paths_a, paths_b):
-    sys.path.insert(0, ROOT)
     from data_prep.pretraining_records import read_examples
     for a, b in zip(paths_a, paths_b):
         if list(read_examples(a)) != list(read_examples(b)):

@@ -13,22 +13,21 @@ and the model FLOPs utilisation (MFU) against this machine's measured float32 ma
 Prints a Markdown table of sequences/s, ratios to ours and MFU.
 
     pip install -r bench/requirements.txt   # KerasHub; requirements-test.txt: torch
-    python bench/pretraining_speed.py [--configs=small,base] [--rounds=2]
+    python -m bench.pretraining_speed [--configs=small,base] [--rounds=2]
 """
 
 import argparse
 import os
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
-from sst2 import matmul_peak  # noqa: E402
+
+from bench.machine import describe, set_onednn  # noqa: E402
+from bench.sst2 import matmul_peak  # noqa: E402
 
 CONFIGS = {
     # name: (layers, hidden, heads, intermediate, batch, steps per measure)

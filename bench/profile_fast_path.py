@@ -3,7 +3,7 @@ beside ONNX Runtime's tokenizer and session on the same model: WordPiece and pac
 (`fast_path.prepare`), the model (`model.tflite` or `model_int8.tflite` on LiteRT), the
 answers (`fast_path.answer`).
 
-    python bench/profile_fast_path.py --export_dir=W/process/export \
+    python -m bench.profile_fast_path --export_dir=W/process/export \
       --onnx_dir=W/process --shared_dir=../shared/data
 (`bench/serving_speed.py --work_dir=W` leaves the fine-tuned export and its ONNX files
 there: `fused.onnx`, `int8.onnx`.)
@@ -12,14 +12,13 @@ there: `fused.onnx`, `int8.onnx`.)
 import argparse
 import os
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from machine import describe  # noqa: E402  (bench/)
+
+from bench.machine import describe  # noqa: E402
 
 
 def timed(fn, *args):

@@ -6,27 +6,25 @@ type, ms per step for each, sorted by the largest difference, with the wall time
 step and the total op time (the sum over both cores' executor threads).
 
     pip install -r bench/requirements.txt   # KerasHub
-    python bench/profile_pretraining.py [--config=small] [--steps=5]
+    python -m bench.profile_pretraining [--config=small] [--steps=5]
     # ours in float32 beside ours in bfloat16 (the --dtype of run_pretraining.py):
-    python bench/profile_pretraining.py --runs=ours:float32,ours:bfloat16
+    python -m bench.profile_pretraining --runs=ours:float32,ours:bfloat16
     # the CPU recipe's model (its 8,192-piece vocabulary):
-    python bench/profile_pretraining.py --runs=ours:float32,ours:bfloat16 --vocab_size=8192
+    python -m bench.profile_pretraining --runs=ours:float32,ours:bfloat16 --vocab_size=8192
 """
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import pretraining_speed  # noqa: E402
-from machine import describe, set_onednn  # noqa: E402  (bench/)
-from pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch  # noqa: E402
-from profile_serving import op_times  # noqa: E402
+from bench import pretraining_speed  # noqa: E402
+from bench.machine import describe, set_onednn  # noqa: E402
+from bench.pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch  # noqa: E402
+from bench.profile_serving import op_times  # noqa: E402
 
 
 def main():

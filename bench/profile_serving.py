@@ -5,9 +5,9 @@ Runs a signature of an export (`bench/serving_speed.py --work_dir=W` leaves one 
 type: ms per call and share of the op time, beside the matmul FLOPs the call does and
 the float32 matmul peak measured in the same run (the fraction of peak the call reaches).
 
-    python bench/profile_serving.py --export_dir=/tmp/serving/saved_model \
+    python -m bench.profile_serving --export_dir=/tmp/serving/saved_model \
       [--signature=serving_ids --batch=32 --seq=128]    # full-length ids
-    python bench/profile_serving.py --export_dir=... --signature=serving_default \
+    python -m bench.profile_serving --export_dir=... --signature=serving_default \
       --shared_dir=../shared/data                       # 32 raw SST-2 sentences
 """
 
@@ -15,16 +15,15 @@ import argparse
 import collections
 import glob
 import os
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from machine import describe  # noqa: E402  (bench/)
-from sst2 import matmul_peak  # noqa: E402
+
+from bench.machine import describe  # noqa: E402
+from bench.sst2 import matmul_peak  # noqa: E402
 
 
 def op_times(logdir, calls):

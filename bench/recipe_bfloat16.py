@@ -9,7 +9,7 @@ the first log), the held-out masked-LM loss and accuracy at the end, and TensorF
 float32 and bfloat16 matmul peaks measured in the same run (bfloat16 matmuls are fast
 only where the CPU has AVX512_BF16 or AMX).
 
-    python bench/recipe_bfloat16.py --recipe_dir=/tmp/recipe/recipe [--steps=600]
+    python -m bench.recipe_bfloat16 --recipe_dir=/tmp/recipe/recipe [--steps=600]
 """
 
 import argparse
@@ -20,12 +20,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from machine import describe  # noqa: E402  (bench/, the script's own folder)
-from sst2 import matmul_peak  # noqa: E402
+from bench.machine import describe  # noqa: E402
+from bench.sst2 import matmul_peak  # noqa: E402
 
 
 def pretrain(recipe_dir, dtype, steps, out):

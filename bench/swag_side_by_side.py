@@ -14,7 +14,7 @@ Then fidelity: our fine-tuned best checkpoint, exported with `export_huggingface
 --task_type=multiple_choice`, is scored by transformers on the dev rows with its own
 tokenizer: its accuracy must equal ours and its probabilities agree to 1e-5.
 
-    python bench/swag_side_by_side.py --swag_csv=../shared/data/swag/val_first91.csv \
+    python -m bench.swag_side_by_side --swag_csv=../shared/data/swag/val_first91.csv \
       [--train_rows=60 --epochs=3 --batch_size=8 --learning_rate=5e-5 --max_seq_length=64]
 """
 
@@ -28,7 +28,8 @@ import tempfile
 import time
 
 import numpy as np
-from machine import cpu_model  # bench/, the script's own folder
+
+from bench.machine import cpu_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENDINGS = ("ending0", "ending1", "ending2", "ending3")

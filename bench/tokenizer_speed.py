@@ -14,19 +14,17 @@ are timed up to their id tensors (what tf.data and a SavedModel pass on), the ot
 their Python lists.
 
     pip install -r bench/requirements.txt
-    python bench/tokenizer_speed.py --shared_dir=../shared/data [--rounds=3]
+    python -m bench.tokenizer_speed --shared_dir=../shared/data [--rounds=3]
 """
 
 import argparse
 import os
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from machine import describe, set_onednn  # noqa: E402  (bench/, the script's own folder)
+from bench.machine import describe, set_onednn  # noqa: E402
 
 
 def main():

@@ -13,18 +13,16 @@ Corpora:
              odd articles are held out (Japanese, cased: uncased strips dakuten)
 
     pip install -r bench/requirements.txt   # tokenizers comes with transformers
-    python bench/vocab_learning.py --shared_dir=../shared/data [--sizes=4000,8000,16000] \
+    python -m bench.vocab_learning --shared_dir=../shared/data [--sizes=4000,8000,16000] \
       [--corpora=wikitext2,jawiki] [--max_unique_chars=1000]
 """
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 
 def wikitext2(shared_dir):

@@ -7,24 +7,21 @@ vocabulary of the whole text, and, on held-out text, pieces per word (fewer is b
 and the [UNK] share, tokenized with `FullTokenizer` (the original's algorithm).
 
     python pretrain_from_text.py --input_text=... --output_dir=my_bert   # or any text
-    python bench/vocab_sample.py --text=my_bert/text/train.txt \
+    python -m bench.vocab_sample --text=my_bert/text/train.txt \
       --heldout=my_bert/text/heldout.txt [--shares=1,0.5,0.25,0.125] [--vocab_size=8192]
 """
 
 import argparse
 import math
 import os
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from machine import describe  # noqa: E402  (bench/)
-from vocab_learning import evaluate  # noqa: E402
+from bench.machine import describe  # noqa: E402
+from bench.vocab_learning import evaluate  # noqa: E402
 
 
 def main():

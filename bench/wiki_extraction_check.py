@@ -12,7 +12,7 @@ a temporary folder and reads the documents back:
     sentences per article;
 and prints a few examples of each leak and a few sentences.
 
-    python bench/wiki_extraction_check.py --shared_dir=../shared/data [--dumps=ja,mr]
+    python -m bench.wiki_extraction_check --shared_dir=../shared/data [--dumps=ja,mr]
 """
 
 import argparse

@@ -37,6 +37,17 @@ def test_ruff_refuses_an_unused_import_and_imports_out_of_order(tmp_path):
     assert "F401" in result.stdout and "I001" in result.stdout
 
 
+def test_the_benches_run_as_modules_without_editing_sys_path():
+    """bench/ is one small codebase: its scripts run as `python -m bench.<name>` and import
+    the project and each other as packages; only the two that time an older checkout's
+    code put that checkout on `sys.path`."""
+    older_checkout = {"checkpoint_load_speed.py", "export_speed.py"}
+    for name in sorted(os.listdir(os.path.join(ROOT, "bench"))):
+        if name.endswith(".py") and name not in older_checkout:
+            with open(os.path.join(ROOT, "bench", name), encoding="utf-8") as f:
+                assert "sys.path.insert" not in f.read(), name
+
+
 def test_the_layers_import_one_way():
     result = _contract(ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
