@@ -52,10 +52,6 @@ def fraction(value):
     return 0 <= value <= 1
 
 
-def at_most(high):
-    return lambda value: value <= high
-
-
 def check_learning_rate(value, flag="--learning_rate"):
     """Refuses a rate above `LARGEST_LEARNING_RATE`: no Adam-family run of BERT trains
     there, and the usual cause is a lost minus sign (2e5 for 2e-5), which diverges after
