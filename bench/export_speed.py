@@ -15,7 +15,8 @@ Two measurements, each in a fresh process per checkout, the checkouts alternatin
     python -m bench.export_speed --before=/tmp/before [--rounds=3]
 """
 
-import argparse
+import dataclasses
+import functools
 import json
 import os
 import random
@@ -25,8 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 WORDS = ("good great fine nice bad awful poor sad the movie was a plot and acting very "
          "really film").split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -41,7 +47,7 @@ MODELS = {"MiniLM-L6 shape": MINILM, "tiny": TINY}
 
 def measure_export(root, work, name):
     """In this process: seconds to export the classifier `name` with `root`'s code."""
-    sys.path.insert(0, root)
+    harness.import_project_from(root)
     import modeling
     from tasks.classification.export import export_classification
     config = modeling.BertConfig.from_dict(MODELS[name])
@@ -85,48 +91,52 @@ def write_inputs(work):
             f.write("sentence\tlabel\n" + rows)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--before", default=None, help="a checkout of an older commit")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--root", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--work_dir", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure_export(args.root, args.work_dir, args.measure)))
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.export_speed --help`)."""
+    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
+                                    "this one (`git worktree add`).")
+    rounds: int = setting(3, help="Rounds, the checkouts alternating.")
+    measure: Optional[str] = setting(None, help="Internal: time, in this process, the export "
+                                     "of this model (a key of MODELS).")
+    root: Optional[str] = setting(None, help="Internal: the checkout whose code --measure "
+                                  "times.")
+    work_dir: Optional[str] = setting(None, help="Internal: the folder of the inputs.")
+
+
+def one_round(root, work):
+    """{what: seconds} with `root`'s code: each export in a fresh process, then the whole
+    run_classifier.py command."""
+    times = {}
+    for model in MODELS:
+        _, done = harness.in_fresh_process(
+            ["python", "-m", "bench.export_speed", f"--measure={model}", f"--root={root}",
+             f"--work_dir={work}"], cwd=ROOT)
+        times[f"export, {model}"] = json.loads(done.stdout.strip().splitlines()[-1])
+    times["run_classifier.py, tiny"] = run_classifier(root, work)
+    return times
+
+
+def main(settings):
+    if settings.measure:
+        print(json.dumps(measure_export(settings.root, settings.work_dir, settings.measure)))
         return
-    from bench import machine
     work = tempfile.mkdtemp(prefix="export_speed_")
     write_inputs(work)
     roots = {"this checkout": ROOT}
-    if args.before:
-        roots["before"] = os.path.abspath(args.before)
-    names = list(roots)
-    rows = [f"export, {model}" for model in MODELS] + ["run_classifier.py, tiny"]
-    times = {(row, name): [] for row in rows for name in names}
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    for r in range(args.rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            for model in MODELS:
-                out = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), f"--measure={model}",
-                     f"--root={roots[name]}", f"--work_dir={work}"],
-                    capture_output=True, text=True, check=True, env=env)
-                times[(f"export, {model}", name)].append(
-                    json.loads(out.stdout.strip().splitlines()[-1]))
-            times[("run_classifier.py, tiny", name)].append(run_classifier(roots[name], work))
+    if settings.before:
+        roots["before"] = os.path.abspath(settings.before)
+    results = harness.alternate({name: functools.partial(one_round, root, work)
+                                 for name, root in roots.items()}, settings.rounds)
     shutil.rmtree(work)
-    print(f"\n{machine.describe()}\nmedian of {args.rounds} rounds, seconds\n")
-    ratio = len(names) == 2
-    print("| what | " + " | ".join(names) + (" | ratio |" if ratio else " |"))
-    print("|---|" + "---|" * (len(names) + ratio))
-    for row in rows:
-        medians = [statistics.median(times[(row, name)]) for name in names]
-        cells = " | ".join(f"{m:.1f}" for m in medians)
-        print(f"| {row} | {cells}" + (f" | {medians[1] / medians[0]:.2f}x |" if ratio
-                                        else " |"))
+    print(f"\n{harness.describe()}\nmedian of {settings.rounds} rounds, seconds\n")
+    names, rows = list(roots), []
+    for what in results[names[0]][0]:
+        medians = [statistics.median(r[what] for r in results[name]) for name in names]
+        rows.append([what, *(f"{m:.1f}" for m in medians)]
+                    + ([f"{medians[1] / medians[0]:.2f}x"] if len(names) == 2 else []))
+    print(harness.table(["what", *names] + (["ratio"] if len(names) == 2 else []), rows))
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

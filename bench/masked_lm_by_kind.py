@@ -19,15 +19,17 @@ input is [MASK], and as random otherwise. Padding slots (weight 0) are skipped.
 EXPORT_DIR holds `bert_config.json` and `bert_model.ckpt` (a run's `export/` folder).
 """
 
-import argparse
+import dataclasses
 import os
 import sys
 
+import numpy as np
+
+from bench import harness
+from bench.harness import describe
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-import numpy as np  # noqa: E402
-
-from bench.machine import describe  # noqa: E402
 
 KINDS = ("[MASK]", "kept", "random")
 
@@ -82,39 +84,44 @@ def score(export_dir, eval_file, mask, dtype, seq, predictions, batch_size=64):
     return totals
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--eval_input_file", required=True)
-    parser.add_argument("--vocab_file", required=True)
-    parser.add_argument("--models", required=True,
-                        help="NAME=EXPORT_DIR,...: the models to score, in table order")
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.masked_lm_by_kind --help`)."""
+    eval_input_file: str = setting(help="Held-out pre-training TFRecords "
+                                   "(create_pretraining_data.py's output).")
+    vocab_file: str = setting(help="The model's vocab.txt.")
+    models: str = setting(help='NAME=EXPORT_DIR,...: the models to score, in table order')
+    max_seq_length: int = setting(128, help='Maximum sequence length, in WordPiece tokens.')
+    max_predictions_per_seq: int = setting(20, help="Masked positions per sequence in the "
+                                           "records.")
+    dtype: str = setting('float32', help="Compute type of the models.",
+                         choices=('float32', 'bfloat16'))
+
+
+def main(settings):
     from common import quiet
     quiet.quiet_tensorflow_start()
     from tasks.pretraining.input import InputError, check_first_record
     try:
-        check_first_record(args.eval_input_file, args.max_seq_length,
-                           args.max_predictions_per_seq)
+        check_first_record(settings.eval_input_file, settings.max_seq_length,
+                           settings.max_predictions_per_seq)
     except InputError as err:
         sys.exit(str(err))
     models = []
-    for item in args.models.split(","):
+    for item in settings.models.split(","):
         name, sep, folder = item.partition("=")
         if not sep or not os.path.exists(os.path.join(folder, "bert_config.json")):
             sys.exit(f"--models: {item!r} is not NAME=EXPORT_DIR with a bert_config.json.")
         models.append((name, folder))
-    mask = mask_id(args.vocab_file)
+    mask = mask_id(settings.vocab_file)
     print(describe(), flush=True)
-    print(f"held-out records: {args.eval_input_file}; dtype {args.dtype}\n")
+    print(f"held-out records: {settings.eval_input_file}; dtype {settings.dtype}\n")
     print("| model | all | " + " | ".join(f"at {k}: accuracy / ppl" for k in KINDS) +
           " | positions ([MASK] / kept / random) |")
     print("|---|---|---|---|---|---|")
     for name, folder in models:
-        totals = score(folder, args.eval_input_file, mask, args.dtype, args.max_seq_length,
-                       args.max_predictions_per_seq)
+        totals = score(folder, settings.eval_input_file, mask, settings.dtype,
+                       settings.max_seq_length, settings.max_predictions_per_seq)
         right = sum(t[0] for t in totals.values())
         count = sum(t[1] for t in totals.values())
         xent = sum(t[2] for t in totals.values())
@@ -127,4 +134,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -15,17 +15,18 @@ Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagge
 `t5x-nsp-<dtype>-seed<seed>`); a finished one is not repeated, so the script resumes.
 """
 
-import os
+import dataclasses
 import time
 
-from bench import paper_tables  # noqa: E402
+from bench import harness, paper_tables
+from common.settings import setting
 
 
 class SeededBench(paper_tables.Bench):
     """Table 5's bench with the pre-training precision and seed given."""
 
-    def __init__(self, args, dtype, seed):
-        super().__init__(args)
+    def __init__(self, settings, dtype, seed):
+        super().__init__(settings)
         self._dtype, self._seed = dtype, seed
 
     @property
@@ -36,37 +37,38 @@ class SeededBench(paper_tables.Bench):
         return dict(super().schedule(), seed=self._seed)
 
 
-def main():
-    parser = paper_tables.arg_parser()  # its recipe-scale flags, with this bench's own
-    parser.add_argument("--runs", default="float32:2,bfloat16:2",
-                        help="dtype:seed of each pre-training, comma-separated")
-    parser.add_argument("--tasks", default="STS-B")
-    parser.set_defaults(work_dir="/tmp/paper_tables_recipe", jobs=2)
-    args = parser.parse_args()
-    if not args.recipe_dir:
-        parser.error("--recipe_dir is required: a pretrain_from_text.py --output_dir "
-                     "run (the records and schedule to pre-train on)")
-    from bench.machine import cpu_model, isa
-    print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
-    tasks = args.tasks.split(",")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings(paper_tables.Settings):
+    """The tables' recipe-scale flags (`python -m bench.nsp_seeds --help`), with this
+    bench's own."""
+    recipe_dir: str = setting(help="A pretrain_from_text.py --output_dir run: the records "
+                              "and schedule to pre-train on.")
+    work_dir: str = "/tmp/paper_tables_recipe"
+    jobs: int = 2
+    runs: str = setting("float32:2,bfloat16:2", help="dtype:seed of each pre-training, "
+                        "comma-separated.")
+    tasks: str = setting("STS-B", help="Comma-separated tasks to fine-tune.")
+
+
+def main(settings):
+    print(f"{harness.describe()}; {settings}", flush=True)
+    tasks = settings.tasks.split(",")
     rows = []
-    for run in args.runs.split(","):
+    for run in settings.runs.split(","):
         dtype, seed = run.split(":")
-        bench = SeededBench(args, dtype, int(seed))
+        bench = SeededBench(settings, dtype, int(seed))
         name = f"nsp-{dtype}-seed{seed}"
         start = time.time()
         model, results = bench.pretrain(name, objective="mlm_nsp")
         scores = bench.fine_tune_all([(model, task, f"t5x-{name}", {}) for task in tasks])
         held_out = (f"{float(results['masked_lm_accuracy']):.1%} / "
                     f"{float(results['next_sentence_accuracy']):.1%}")
-        rows.append(f"| {dtype}, seed {seed} | {held_out} | " + " | ".join(
-            f"{paper_tables.shown(s)} ({', '.join(f'{x:.1f}' for x in s)})"
-            for s in scores) + " |")
+        rows.append([f"{dtype}, seed {seed}", held_out] + [
+            f"{paper_tables.shown(s)} ({', '.join(f'{x:.1f}' for x in s)})" for s in scores])
         print(f"{name}: {time.time() - start:.0f} s", flush=True)
-    print("\n| pre-training | held out: masked LM / next sentence | "
-          + " | ".join(tasks) + " |\n|---|---|" + "---|" * len(tasks))
-    print("\n".join(rows))
+    print("\n" + harness.table(["pre-training", "held out: masked LM / next sentence", *tasks],
+                               rows))
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -37,8 +37,8 @@ or `mirrored`) and the full GLUE / CoNLL / SQuAD sets; the flags per table are t
 this script passes.
 """
 
-import argparse
 import concurrent.futures
+import dataclasses
 import functools
 import json
 import math
@@ -48,10 +48,13 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Optional
+
+from bench import harness
+from common.file_io import atomic_write_text
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from common.file_io import atomic_write_text  # noqa: E402
 
 # The small scale's sequence length of pre-training and fine-tuning (the paper: 128 then
 # 512; 64 here, so that a table fits in about half an hour on two cores), and masked
@@ -123,22 +126,22 @@ def shown(values):
 
 
 class Bench:
-    def __init__(self, args):
-        self.args = args
-        self.work = args.work_dir
+    def __init__(self, settings):
+        self.settings = settings
+        self.work = settings.work_dir
         os.makedirs(self.work, exist_ok=True)
         self.log = open(os.path.join(self.work, "commands.log"), "a", encoding="utf-8")
         self.majority = {}  # task -> dev accuracy of always answering the majority label
-        self.seeds = range(1, args.seeds + 1)
+        self.seeds = range(1, settings.seeds + 1)
 
     # ------------------------------------------------------------------ scale
     @functools.cached_property
     def recipe(self):
         """The recipe's recipe.json (its "recipe" and "plan"), or None at the small scale;
         read when first needed (the recipe's run may be made by this process)."""
-        if not self.args.recipe_dir:
+        if not self.settings.recipe_dir:
             return None
-        path = os.path.join(self.args.recipe_dir, "recipe.json")
+        path = os.path.join(self.settings.recipe_dir, "recipe.json")
         if not os.path.exists(path):
             sys.exit(f"{path} is missing: --recipe_dir takes the --output_dir of a "
                      "pretrain_from_text.py run.")
@@ -249,14 +252,14 @@ class Bench:
     def documents(self):
         """(training documents, held-out documents): text files, one sentence a line."""
         if self.recipe:
-            text = os.path.join(self.args.recipe_dir, "text")
+            text = os.path.join(self.settings.recipe_dir, "text")
             return os.path.join(text, "train.txt"), os.path.join(text, "heldout.txt")
         train = os.path.join(self.work, "documents_train.txt")
         held_out = os.path.join(self.work, "documents_eval.txt")
         if not os.path.exists(held_out):
             from bench.pretraining_data_speed import wikitext_documents
             text = "".join(wikitext_documents(os.path.join(
-                self.args.shared_dir, "wikitext", "wikitext-2", name))
+                self.settings.shared_dir, "wikitext", "wikitext-2", name))
                 for name in ("valid.txt", "test.txt"))
             docs = [d for d in text.split("\n\n") if d.strip()]
             cut = len(docs) * 9 // 10
@@ -266,11 +269,11 @@ class Bench:
 
     def vocab(self):
         if self.recipe:
-            return os.path.join(self.args.recipe_dir, "vocab.txt")
+            return os.path.join(self.settings.recipe_dir, "vocab.txt")
         vocab = os.path.join(self.work, "vocab.txt")
         train, _ = self.documents()
         self.run("data_prep/build_vocab.py", {
-            "input_file": train, "output_file": vocab, "vocab_size": self.args.vocab_size,
+            "input_file": train, "output_file": vocab, "vocab_size": self.settings.vocab_size,
             "lower_thresh": 3}, vocab)
         return vocab
 
@@ -278,7 +281,7 @@ class Bench:
         """{"train": files, "eval": file} of this masking procedure (the recipe's own
         records for the original's)."""
         if self.recipe and masking == MASKINGS[0]:
-            folder = os.path.join(self.args.recipe_dir, "records")
+            folder = os.path.join(self.settings.recipe_dir, "records")
             return {"train": ",".join(os.path.join(folder, f"train-{i:02d}.tfrecord")
                                       for i in range(2)),
                     "eval": os.path.join(folder, "heldout.tfrecord")}
@@ -286,7 +289,7 @@ class Bench:
         folder = os.path.join(self.work, name)
         os.makedirs(folder, exist_ok=True)
         vocab = self.vocab()
-        dupe = self.recipe["plan"]["dupe_factor"] if self.recipe else self.args.dupe_factor
+        dupe = self.recipe["plan"]["dupe_factor"] if self.recipe else self.settings.dupe_factor
         files = {}
         for split, documents in zip(("train", "eval"), self.documents()):
             out = os.path.join(folder, f"{split}.tfrecord")
@@ -339,14 +342,14 @@ class Bench:
     def schedule(self):
         """run_pretraining.py's flags for steps, schedule and evaluation."""
         if not self.recipe:
-            steps = self.args.pretrain_steps
+            steps = self.settings.pretrain_steps
             return {"train_batch_size": 32, "num_train_steps": steps,
                     "num_warmup_steps": steps // 10,
-                    "learning_rate": self.args.pretrain_learning_rate,
+                    "learning_rate": self.settings.pretrain_learning_rate,
                     "max_eval_steps": 50, "save_checkpoints_steps": steps,
                     "eval_batch_size": 32}
         recipe, plan = self.recipe["recipe"], self.recipe["plan"]
-        steps = self.args.pretrain_steps or plan["num_train_steps"]
+        steps = self.settings.pretrain_steps or plan["num_train_steps"]
         warmup = round(plan["num_warmup_steps"] * steps / plan["num_train_steps"])
         # Checkpoints every tenth of the run, as the recipe's: a stopped run resumes.
         return {"train_batch_size": recipe["train_batch_size"], "num_train_steps": steps,
@@ -358,7 +361,7 @@ class Bench:
     def recipe_model(self, name):
         """The recipe's finished run as the base model: (its export, its evaluation on the
         recipe's held-out records)."""
-        export = os.path.join(self.args.recipe_dir, "pretraining", "export")
+        export = os.path.join(self.settings.recipe_dir, "pretraining", "export")
         if not os.path.exists(os.path.join(export, "bert_model.ckpt.index")):
             sys.exit(f"{export}/bert_model.ckpt is missing: finish the recipe's run first "
                      f"(rerun its pretrain_from_text.py command, which resumes).")
@@ -389,7 +392,7 @@ class Bench:
                                   "bert_config.json")
         elif self.recipe:
             folder = os.path.join(self.work, "random-init")
-            source = os.path.join(self.args.recipe_dir, "bert_config.json")
+            source = os.path.join(self.settings.recipe_dir, "bert_config.json")
         else:
             folder = os.path.join(self.work, "pretrain", "random-init")
             self.pretrain(self.base_name())  # writes the base config
@@ -404,7 +407,7 @@ class Bench:
     def glue_data(self, task):
         """The task's folder: QNLI's dev set split in two, SST-2's first
         --train_examples training rows, the others as they are."""
-        source = os.path.join(self.args.shared_dir, "glue", task)
+        source = os.path.join(self.settings.shared_dir, "glue", task)
         if task not in ("QNLI", "SST-2"):
             return source
         folder = os.path.join(self.work, "glue", task)
@@ -420,7 +423,7 @@ class Bench:
                 lines = f.readlines()
             with open(os.path.join(source, "dev.tsv"), encoding="utf-8") as f:
                 dev = f.readlines()
-            parts = {"train.tsv": lines[:self.args.train_examples + 1], "dev.tsv": dev}
+            parts = {"train.tsv": lines[:self.settings.train_examples + 1], "dev.tsv": dev}
         for name, part in parts.items():
             atomic_write_text(os.path.join(folder, name), "".join(part))
         return folder
@@ -429,11 +432,11 @@ class Bench:
         folder = os.path.join(self.work, "conll")
         if not os.path.exists(os.path.join(folder, "eng.testb")):  # the last written
             os.makedirs(folder, exist_ok=True)
-            source = os.path.join(self.args.shared_dir, "conll2003")
+            source = os.path.join(self.settings.shared_dir, "conll2003")
             with open(os.path.join(source, "eng.train"), encoding="utf-8") as f:
                 sentences = f.read().split("\n\n")
             atomic_write_text(os.path.join(folder, "eng.train"),
-                              "\n\n".join(sentences[:self.args.ner_sentences]) + "\n")
+                              "\n\n".join(sentences[:self.settings.ner_sentences]) + "\n")
             for name in ("eng.testa", "eng.testb"):
                 with open(os.path.join(source, name), encoding="utf-8") as src:
                     atomic_write_text(os.path.join(folder, name), src.read())
@@ -444,7 +447,7 @@ class Bench:
         `task` with one seed: accuracy (SST-2, MRPC, QNLI), Pearson (STS-B) or entity F1
         on eng.testa (CoNLL-2003), in points."""
         checkpoint = os.path.join(model, "bert_model.ckpt")
-        lr = self.args.learning_rate
+        lr = self.settings.learning_rate
         out = os.path.join(self.work, "finetune", f"{tag}-{task}-seed{seed}" + (
             f"-lr{lr:g}" if lr != LEARNING_RATE and "learning_rate" not in extra else ""))
         flags = dict(FINE_TUNING, vocab_file=self.vocab(), max_seq_length=self.seq,
@@ -467,7 +470,7 @@ class Bench:
     def feature_based(self, combination):
         """run_ner.py's flags for a frozen encoder's `combination` of layers under a
         BiLSTM (Tables 7 and 8)."""
-        return {"feature_based": combination, "bilstm_units": self.args.bilstm_units,
+        return {"feature_based": combination, "bilstm_units": self.settings.bilstm_units,
                 "learning_rate": 1e-3}
 
     def fine_tune_all(self, runs):
@@ -479,7 +482,7 @@ class Bench:
             else:
                 self.glue_data(task)
         calls = [(run, seed) for run in runs for seed in self.seeds]
-        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
+        with concurrent.futures.ThreadPoolExecutor(self.settings.jobs) as pool:
             scores = list(pool.map(lambda c: self.fine_tune(*c[0][:3], c[1], **c[0][3]),
                                    calls))
         per_seed = len(self.seeds)
@@ -583,62 +586,63 @@ class Bench:
 
     def maskings(self):
         """Table 8's rows of --maskings (all six by default), in the paper's order."""
-        if not self.args.maskings:
+        if not self.settings.maskings:
             return MASKINGS
         tags = {masking_tag(m): m for m in MASKINGS}
-        wanted = [t.strip() for t in self.args.maskings.split(",") if t.strip()]
+        wanted = [t.strip() for t in self.settings.maskings.split(",") if t.strip()]
         unknown = [t for t in wanted if t not in tags]
         if unknown:
-            sys.exit(f"--maskings={self.args.maskings}: {', '.join(unknown)} is not a row of "
+            sys.exit(f"--maskings={self.settings.maskings}: {', '.join(unknown)} is not a row of "
                      f"Table 8; give some of {', '.join(tags)}.")
         return [m for m in MASKINGS if masking_tag(m) in wanted]
 
 
-def arg_parser():
-    """The flags of the tables (and of benches that reuse `Bench`)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--tables", default="5,6,7,8")
-    parser.add_argument("--work_dir", default="/tmp/paper_tables")
-    parser.add_argument("--recipe_dir", default=None,
-                        help="a pretrain_from_text.py --output_dir: the tables at the "
-                        "recipe's scale (its text, vocabulary, records, model and schedule; "
-                        "its run is the base model)")
-    parser.add_argument("--vocab_size", type=int, default=8000, help="small scale")
-    parser.add_argument("--dupe_factor", type=int, default=3, help="small scale")
-    parser.add_argument("--pretrain_steps", type=int, default=None,
-                        help="default: 1,000 (small scale), the recipe's steps (--recipe_dir)")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of the tables (`python -m bench.paper_tables --help`), and of the benches
+    that reuse `Bench`."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, WikiText).")
+    tables: str = setting("5,6,7,8", help="Comma-separated tables to run, of 5, 6, 7, 8.")
+    work_dir: str = setting("/tmp/paper_tables", help="Folder of every run (a finished one "
+                            "is reused: the script resumes).")
+    recipe_dir: Optional[str] = setting(None, help="A pretrain_from_text.py --output_dir: the "
+                                        "tables at the recipe's scale (its text, vocabulary, "
+                                        "records, model and schedule; its run is the base "
+                                        "model).")
+    vocab_size: int = setting(8000, help="Vocabulary size at the small scale.")
+    dupe_factor: int = setting(3, help="create_pretraining_data.py's --dupe_factor at the "
+                               "small scale.")
+    pretrain_steps: Optional[int] = setting(None, help="Pre-training steps (default: 1,000 at "
+                                            "the small scale, the recipe's with --recipe_dir).")
     # 1e-3 collapsed this model's representations (every token's last-layer vector the
     # same, fine-tuning stuck at the majority class); 1e-4 does not.
-    parser.add_argument("--pretrain_learning_rate", type=float, default=1e-4,
-                        help="small scale (the recipe's is in its recipe.json)")
-    parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,
-                        help="fine-tuning peak learning rate")
-    parser.add_argument("--maskings", default=None,
-                        help="Table 8's rows, e.g. mask-80-10-10,mask-100-0-0 (default: all)")
-    parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per score")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="fine-tuning runs at once (2 on 2 cores: 1.16x the throughput, "
-                        "bench/RESULTS.md)")
-    parser.add_argument("--train_examples", type=int, default=8000)
-    parser.add_argument("--ner_sentences", type=int, default=4000)
-    parser.add_argument("--bilstm_units", type=int, default=128,
-                        help="Feature-based BiLSTM units per direction (the paper: 768).")
-    return parser
+    pretrain_learning_rate: float = setting(1e-4, help="Pre-training peak learning rate at "
+                                            "the small scale (the recipe's is in its "
+                                            "recipe.json).")
+    learning_rate: float = setting(LEARNING_RATE, help="Fine-tuning peak learning rate.")
+    maskings: Optional[str] = setting(None, help="Table 8's rows, e.g. "
+                                      "mask-80-10-10,mask-100-0-0 (default: all).")
+    seeds: int = setting(3, help="Fine-tuning seeds per score.")
+    jobs: int = setting(1, help="Fine-tuning runs at once (2 on 2 cores: 1.16x the "
+                        "throughput, bench/RESULTS.md).")
+    train_examples: int = setting(8000, help="GLUE training rows, the first ones of each "
+                                  "task's train.tsv.")
+    ner_sentences: int = setting(4000, help="CoNLL-2003 training sentences.")
+    bilstm_units: int = setting(128, help="Feature-based BiLSTM units per direction (the "
+                                "paper: 768).")
 
 
-def main():
-    args = arg_parser().parse_args()
-    if not args.recipe_dir and args.pretrain_steps is None:
-        args.pretrain_steps = 1000
-    from bench.machine import cpu_model, isa
-    bench = Bench(args)
-    print(f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores; {vars(args)}", flush=True)
-    for table in args.tables.split(","):
+def main(settings):
+    if not settings.recipe_dir and settings.pretrain_steps is None:
+        settings = dataclasses.replace(settings, pretrain_steps=1000)
+    bench = Bench(settings)
+    print(f"{harness.describe()}; {settings}", flush=True)
+    for table in settings.tables.split(","):
         start = time.time()
         getattr(bench, f"table{table.strip()}")()
         print(f"(Table {table}: {time.time() - start:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

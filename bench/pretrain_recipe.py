@@ -17,16 +17,22 @@ repeated, so the script resumes.
       [--budget_minutes=60 --seeds=3]
 """
 
-import argparse
+import dataclasses
 import json
 import math
 import os
 import time
+from typing import Optional
+
+from bench import (
+    english_corpus,
+    harness,
+    paper_tables,
+)
+from bench.paper_tables import LEARNING_RATE, Bench, mean_se
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from bench import english_corpus  # noqa: E402
-from bench.paper_tables import LEARNING_RATE, Bench, mean_se  # noqa: E402
 
 TASKS = ("STS-B", "CoNLL-2003", "QNLI", "SST-2")
 # The issue's goals: points over random weights, by at least two standard errors.
@@ -36,18 +42,22 @@ GOALS = {"STS-B": 20, "CoNLL-2003": 10, "QNLI": 5}
 class Recipe(Bench):
     """The paper tables' runner and task data, with the recipe's model and vocabulary."""
 
-    def __init__(self, args):
-        args.recipe_dir = os.path.join(args.work_dir, "recipe")
-        super().__init__(args)
+    def __init__(self, settings):
+        super().__init__(paper_tables.Settings(
+            shared_dir=settings.shared_dir, work_dir=settings.work_dir,
+            recipe_dir=os.path.join(settings.work_dir, "recipe"), seeds=settings.seeds,
+            train_examples=settings.train_examples, ner_sentences=settings.ner_sentences,
+            learning_rate=settings.learning_rate, jobs=settings.jobs))
+        self.recipe_settings = settings
 
     def pretrain_recipe(self):
-        corpus = english_corpus.build(self.args.shared_dir, os.path.join(self.work, "corpus"))
+        corpus = english_corpus.build(self.settings.shared_dir, os.path.join(self.work, "corpus"))
         files = [path for paths in corpus.values() for path in paths]
-        export = os.path.join(self.args.recipe_dir, "pretraining", "export")
+        export = os.path.join(self.settings.recipe_dir, "pretraining", "export")
         seconds = self.run("pretrain_from_text.py", {
-            "input_text": ",".join(files), "output_dir": self.args.recipe_dir,
-            "budget_minutes": self.args.budget_minutes, "objective": self.args.objective,
-            "dtype": self.args.dtype},
+            "input_text": ",".join(files), "output_dir": self.settings.recipe_dir,
+            "budget_minutes": self.recipe_settings.budget_minutes,
+            "objective": self.recipe_settings.objective, "dtype": self.recipe_settings.dtype},
             os.path.join(export, "bert_model.ckpt.index"))
         if seconds:
             with open(os.path.join(self.work, "pretrain_seconds.txt"), "w") as f:
@@ -65,7 +75,7 @@ class Recipe(Bench):
             import modeling
             keras.utils.set_random_seed(1)
             config = modeling.BertConfig.from_json_file(
-                os.path.join(self.args.recipe_dir, "bert_config.json"))
+                os.path.join(self.settings.recipe_dir, "bert_config.json"))
             model = modeling.BertPretrainer(config, next_sentence=False)
             os.makedirs(folder, exist_ok=True)
             modeling.save_google_checkpoint(model, prefix)
@@ -74,7 +84,7 @@ class Recipe(Bench):
 
     def heldout_mlm(self, model, tag):
         """Masked-LM accuracy and perplexity on WikiText-2 test."""
-        text = english_corpus.heldout(self.args.shared_dir, self.work)
+        text = english_corpus.heldout(self.settings.shared_dir, self.work)
         records = os.path.join(self.work, "heldout_records", "wikitext2_test.tfrecord")
         self.run("data_prep/create_pretraining_data.py", {
             "input_file": text, "output_file": records, "vocab_file": self.vocab(),
@@ -94,32 +104,33 @@ class Recipe(Bench):
                 float(results["masked_lm_perplexity"]))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--work_dir", required=True)
-    parser.add_argument("--budget_minutes", type=float, default=60)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--objective", default=None, choices=("mlm", "mlm_nsp"),
-                        help="pretrain_from_text.py --objective (default: the recipe's)")
-    parser.add_argument("--dtype", default=None, choices=("float32", "bfloat16"),
-                        help="pretrain_from_text.py --dtype (default: float32)")
-    parser.add_argument("--train_examples", type=int, default=8000, help="SST-2 rows")
-    parser.add_argument("--ner_sentences", type=int, default=4000)
-    parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE,
-                        help="fine-tuning peak learning rate")
-    parser.add_argument("--tasks", default=",".join(TASKS),
-                        help="comma-separated, of " + ", ".join(TASKS))
-    parser.add_argument("--models", default="pre-trained,random weights",
-                        help="which to fine-tune (a run done already is reused); random weights "
-                        "alone need no pre-training")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="fine-tuning runs at once (2 on 2 cores: 1.16x the throughput, "
-                        "bench/RESULTS.md)")
-    args = parser.parse_args()
-    bench = Recipe(args)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.pretrain_recipe --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    work_dir: str = setting(help="Folder of the recipe's run and the fine-tunings (a run "
+                            "found there is reused).")
+    budget_minutes: float = setting(60, help='pretrain_from_text.py --budget_minutes.')
+    seeds: int = setting(3, help='Fine-tuning seeds per task and model.')
+    objective: Optional[str] = setting(None, help="pretrain_from_text.py --objective "
+                                       "(default: the recipe's)", choices=('mlm', 'mlm_nsp'))
+    dtype: Optional[str] = setting(None, help="pretrain_from_text.py --dtype (default: "
+                                   "float32)", choices=('float32', 'bfloat16'))
+    train_examples: int = setting(8000, help='SST-2 rows')
+    ner_sentences: int = setting(4000, help='CoNLL-2003 training sentences.')
+    learning_rate: float = setting(LEARNING_RATE, help='fine-tuning peak learning rate')
+    tasks: str = setting(','.join(TASKS), help='comma-separated, of ' + ', '.join(TASKS))
+    models: str = setting('pre-trained,random weights', help="which to fine-tune (a run done "
+                          "already is reused); random weights alone need no pre-training")
+    jobs: int = setting(1, help="fine-tuning runs at once (2 on 2 cores: 1.16x the "
+                        "throughput, bench/RESULTS.md)")
+
+
+def main(settings):
+    bench = Recipe(settings)
     start = time.time()
-    models = args.models.split(",")
+    models = settings.models.split(",")
     # Random weights alone need only the recipe's vocabulary and config: they can be
     # fine-tuned while the pre-training still runs.
     corpus, export = bench.pretrain_recipe() if "pre-trained" in models else (None, None)
@@ -129,7 +140,7 @@ def main():
         mlm["pre-trained"] = bench.heldout_mlm(export, "pretrained")
     if "random weights" in models:
         mlm["random weights"] = bench.heldout_mlm(bench.random_checkpoint(), "random")
-    tasks = [task for task in TASKS if task in args.tasks.split(",")]
+    tasks = [task for task in TASKS if task in settings.tasks.split(",")]
     runs = [(name, model, tag, task) for task in tasks
             for name, model, tag in (("pre-trained", export, "pretrained"),
                                      ("random weights", random_weights, "random"))
@@ -138,12 +149,13 @@ def main():
     scores = {name: {task: [] for task in tasks} for name, *_ in runs}
     for (name, _, _, task), score in zip(runs, done):
         scores[name][task] = score
-    with open(os.path.join(args.recipe_dir, "recipe.json"), encoding="utf-8") as f:
+    with open(os.path.join(bench.settings.recipe_dir, "recipe.json"), encoding="utf-8") as f:
         plan = json.load(f)
-    pretrain_seconds = open(os.path.join(args.work_dir, "pretrain_seconds.txt")).read().strip() \
-        if os.path.exists(os.path.join(args.work_dir, "pretrain_seconds.txt")) else "?"
+    seconds_file = os.path.join(settings.work_dir, "pretrain_seconds.txt")
+    pretrain_seconds = open(seconds_file).read().strip() \
+        if os.path.exists(seconds_file) else "?"
 
-    from bench.machine import cpu_model, isa
+    from bench.harness import cpu_model, isa
     print(f"\nCPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores. pretrain_from_text.py: "
           f"{pretrain_seconds} s in all; plan {plan['plan']}; recipe {plan['recipe']}")
     if corpus:
@@ -151,7 +163,7 @@ def main():
     print("\n| | held-out masked-LM accuracy (%) | perplexity |\n|---|---|---|")
     for name, (accuracy, perplexity) in mlm.items():
         print(f"| {name} | {accuracy:.1f} | {perplexity:.1f} |")
-    print(f"\n| task ({args.seeds} seeds, mean ± standard error) | pre-trained | random "
+    print(f"\n| task ({settings.seeds} seeds, mean ± standard error) | pre-trained | random "
           f"weights | difference | in standard errors | goal |")
     print("|---|---|---|---|---|---|")
     if len(scores) < 2:
@@ -167,4 +179,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -19,7 +19,7 @@ core and the 1 -> 2 worker scaling, as a Markdown table. It also checks that
     python -m bench.pretraining_data_speed --shared_dir=../shared/data [--target_mb=10]
 """
 
-import argparse
+import dataclasses
 import os
 import re
 import resource
@@ -27,6 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -116,19 +119,22 @@ def same_instances(paths_a, paths_b):
     return True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", default=os.path.join(ROOT, "..", "shared", "data"))
-    parser.add_argument("--target_mb", type=float, default=10.0)
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="Runs per configuration on the ~10 MB corpus; the fastest "
-                             "counts (every configuration, the baseline included).")
-    parser.add_argument("--scaling_mb", type=float, default=40.0,
-                        help="Also time --mode=fast with 1 and 2 workers on a corpus of "
-                             "this size (0: skip), where start-up weighs less.")
-    opts = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.pretraining_data_speed --help`)."""
+    shared_dir: str = setting(os.path.join(ROOT, '..', 'shared', 'data'), help="The shared "
+                              "data folder (`../shared/data`: WikiText-2 is read).")
+    target_mb: float = setting(10.0, help="Size of the corpus the configurations are timed "
+                               "on, in MB.")
+    repeats: int = setting(2, help="Runs per configuration on the ~10 MB corpus; the fastest "
+                           "counts (every configuration, the baseline included).")
+    scaling_mb: float = setting(40.0, help="Also time --mode=fast with 1 and 2 workers on a "
+                                "corpus of this size (0: skip), where start-up weighs less.")
+
+
+def main(settings):
     with tempfile.TemporaryDirectory() as workdir:
-        corpus, copies = build_corpus(opts.shared_dir, workdir, opts.target_mb)
+        corpus, copies = build_corpus(settings.shared_dir, workdir, settings.target_mb)
         vocab = build_vocab(corpus, workdir)
         size = os.path.getsize(corpus) / 2 ** 20
         print(f"Corpus: {size:.1f} MB ({copies} copies of WikiText-2 valid+test and the "
@@ -145,16 +151,16 @@ def main():
                                                          "--tokenizer=graph"], 1, None),
                    ("fast, 1 worker", ours + ["--mode=fast", "--num_workers=1"], 1, None),
                    ("fast, 2 workers", ours + ["--mode=fast", "--num_workers=2"], 2, None)]
-        rows, written = time_configs(configs, flags_, workdir, "run", opts.repeats)
+        rows, written = time_configs(configs, flags_, workdir, "run", settings.repeats)
         print_table(rows)
         for index in (1, 2):
             print(f"{rows[index][0]}: same instances as the original script: "
                   f"{same_instances(written[0], written[index])}")
-        if opts.scaling_mb:
+        if settings.scaling_mb:
             big = os.path.join(workdir, "big.txt")
             text = open(corpus, encoding="utf-8").read()
             with open(big, "w", encoding="utf-8") as f:
-                f.write(text * max(1, round(opts.scaling_mb / size)))
+                f.write(text * max(1, round(settings.scaling_mb / size)))
             print(f"\n{os.path.getsize(big) / 2 ** 20:.0f} MB corpus (the same text repeated):\n")
             big_rows, _ = time_configs([configs[0], configs[3], configs[4]],
                                        [f"--input_file={big}"] + flags_[1:], workdir, "big", 1)
@@ -193,4 +199,4 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

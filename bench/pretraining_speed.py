@@ -16,18 +16,20 @@ Prints a Markdown table of sequences/s, ratios to ours and MFU.
     python -m bench.pretraining_speed [--configs=small,base] [--rounds=2]
 """
 
-import argparse
+import dataclasses
 import os
 import statistics
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.machine import describe, set_onednn  # noqa: E402
-from bench.sst2 import matmul_peak  # noqa: E402
+from bench import harness
+from bench.harness import describe, matmul_peak, set_onednn
+from common.settings import setting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CONFIGS = {
     # name: (layers, hidden, heads, intermediate, batch, steps per measure)
@@ -168,18 +170,25 @@ class HuggingFace:
         return float(loss.detach())
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--configs", default="small,base")
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--peers", default="ours,ours_xla,keras_hub,hf")
-    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
-    args = parser.parse_args()
-    set_onednn(args.onednn)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.pretraining_speed --help`)."""
+    configs: str = setting('small,base', help="Comma-separated model configs to time: small, "
+                           "base.")
+    rounds: int = setting(4, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    peers: str = setting('ours,ours_xla,keras_hub,hf', help="Comma-separated implementations "
+                         "to time (the default lists them all).")
+    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
+                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
+
+
+def main(settings):
+    set_onednn(settings.onednn)
     peak = matmul_peak()
     print(f"float32 matmul peak (2048^3, TensorFlow): {peak / 1e9:.1f} GFLOP/s")
     rows = []
-    for name in args.configs.split(","):
+    for name in settings.configs.split(","):
         layers, hidden, heads, inter, batch_size, steps = CONFIGS[name]
         cfg = (layers, hidden, heads, inter)
         batch = synthetic_batch(batch_size)
@@ -187,13 +196,13 @@ def main():
                   "ours_xla": lambda: Ours(cfg, batch, jit=True),
                   "keras_hub": lambda: KerasHub(cfg, batch),
                   "hf": lambda: HuggingFace(cfg, batch)}
-        runners = {peer: makers[peer]() for peer in args.peers.split(",")}
+        runners = {peer: makers[peer]() for peer in settings.peers.split(",")}
         for runner in runners.values():
             runner.run(1)  # trace / warm up
             runner.run(1)
         times = {peer: [] for peer in runners}
         order = list(runners)
-        for r in range(args.rounds):
+        for r in range(settings.rounds):
             # Each round starts with the next peer, so no peer always follows the same
             # one (the ratios moved with the fixed order).
             for peer in order[r % len(order):] + order[:r % len(order)]:
@@ -215,4 +224,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -9,16 +9,18 @@ answers (`fast_path.answer`).
 there: `fused.onnx`, `int8.onnx`.)
 """
 
-import argparse
+import dataclasses
 import os
 import statistics
 import time
 
+import numpy as np
+
+from bench import harness
+from bench.harness import describe
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-import numpy as np  # noqa: E402
-
-from bench.machine import describe  # noqa: E402
 
 
 def timed(fn, *args):
@@ -27,31 +29,38 @@ def timed(fn, *args):
     return out, time.perf_counter() - start
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--export_dir", required=True)
-    parser.add_argument("--onnx_dir", required=True)
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--requests", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.profile_fast_path --help`)."""
+    export_dir: str = setting(help="A SavedModel export of a classifier (`run_classifier.py "
+                              "--export_dir`).")
+    onnx_dir: str = setting(help="A folder holding the same model exported to ONNX "
+                            "(model.onnx), as serving_speed.py writes it.")
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    requests: int = setting(300, help='Batch-1 requests per round.')
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+
+
+def main(settings):
     import onnxruntime
     from tokenizers import BertWordPieceTokenizer
 
     import serving
-    with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+    with open(os.path.join(settings.shared_dir, "glue", "SST-2", "dev.tsv"),
               encoding="utf-8") as f:
         sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
-    sentences = sentences[:args.requests]
-    ours = {p: serving.load(args.export_dir, backend="tflite", precision=p)
+    sentences = sentences[:settings.requests]
+    ours = {p: serving.load(settings.export_dir, backend="tflite", precision=p)
             for p in ("float32", "int8")}
-    tokenizer = BertWordPieceTokenizer(os.path.join(args.export_dir, "vocab.txt"),
+    tokenizer = BertWordPieceTokenizer(os.path.join(settings.export_dir, "vocab.txt"),
                                        lowercase=True)
-    sessions = {p: onnxruntime.InferenceSession(os.path.join(args.onnx_dir, f),
+    sessions = {p: onnxruntime.InferenceSession(os.path.join(settings.onnx_dir, f),
                                                 providers=["CPUExecutionProvider"])
                 for p, f in (("float32", "fused.onnx"), ("int8", "int8.onnx"))}
     stages = {}
-    for _ in range(args.rounds):
+    for _ in range(settings.rounds):
         for precision, predict in ours.items():
             for s in sentences:
                 inputs, prepare = timed(predict.fast_path.prepare, {"text_a": [s]})
@@ -69,7 +78,7 @@ def main():
                 for name, t in (("prepare", tokenize), ("model", model)):
                     stages.setdefault(("ORT", precision, name), []).append(t)
     print(f"\n{describe()}; {len(sentences)} SST-2 dev sentences at batch 1, "
-          f"{args.rounds} rounds; median ms per request")
+          f"{settings.rounds} rounds; median ms per request")
     print("\n| stage | ours fp32 | ours int8 | ORT fp32 | ORT int8 |")
     print("|---|---|---|---|---|")
     for name in ("prepare", "model", "answer"):
@@ -81,4 +90,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -13,44 +13,54 @@ step and the total op time (the sum over both cores' executor threads).
     python -m bench.profile_pretraining --runs=ours:float32,ours:bfloat16 --vocab_size=8192
 """
 
-import argparse
+import dataclasses
 import os
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bench import pretraining_speed  # noqa: E402
-from bench.machine import describe, set_onednn  # noqa: E402
-from bench.pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch  # noqa: E402
-from bench.profile_serving import op_times  # noqa: E402
+from bench import (
+    harness,
+    pretraining_speed,
+)
+from bench.harness import describe, set_onednn
+from bench.pretraining_speed import CONFIGS, KerasHub, Ours, synthetic_batch
+from bench.profile_serving import op_times
+from common.settings import setting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config", default="small", choices=sorted(CONFIGS))
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
-    parser.add_argument("--top", type=int, default=20)
-    parser.add_argument("--vocab_size", type=int, default=pretraining_speed.VOCAB,
-                        help="BERT's 30,522 by default; 8192 is the CPU recipe's")
-    parser.add_argument("--runs", default="ours,keras_hub",
-                        help="comma-separated peer[:dtype] (peers: ours, keras_hub; dtype: "
-                        "float32 or bfloat16, the compute policy the model is built under)")
-    args = parser.parse_args()
-    pretraining_speed.VOCAB = args.vocab_size  # read by the model and batch makers
-    set_onednn(args.onednn)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.profile_pretraining --help`)."""
+    config: str = setting('small', help="The model config to profile.",
+                          choices=sorted(CONFIGS))
+    steps: int = setting(5, help='Profiled training steps (after warm-up).')
+    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
+                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
+    top: int = setting(20, help='Op types shown, the most expensive first.')
+    vocab_size: int = setting(pretraining_speed.VOCAB, help="BERT's 30,522 by default; 8192 "
+                              "is the CPU recipe's")
+    runs: str = setting('ours,keras_hub', help="comma-separated peer[:dtype] (peers: ours, "
+                        "keras_hub; dtype: float32 or bfloat16, the compute policy the model "
+                        "is built under)")
+
+
+def main(settings):
+    pretraining_speed.VOCAB = settings.vocab_size  # read by the model and batch makers
+    set_onednn(settings.onednn)
     import tensorflow as tf
 
     from training.distribution import kept_precision, set_precision
-    layers, hidden, heads, inter, batch_size, _ = CONFIGS[args.config]
+    layers, hidden, heads, inter, batch_size, _ = CONFIGS[settings.config]
     cfg = (layers, hidden, heads, inter)
     batch = synthetic_batch(batch_size)
     makers = {"ours": lambda: Ours(cfg, batch, jit=False),
               "keras_hub": lambda: KerasHub(cfg, batch)}
     runners = {}
-    for run in args.runs.split(","):
+    for run in settings.runs.split(","):
         peer, _, dtype = run.partition(":")
         with kept_precision():
             set_precision(dtype or "float32")
@@ -60,15 +70,16 @@ def main():
         runner.run(1)
         runner.run(1)
         start = time.perf_counter()
-        runner.run(args.steps)
-        wall[name] = (time.perf_counter() - start) / args.steps * 1e3
+        runner.run(settings.steps)
+        wall[name] = (time.perf_counter() - start) / settings.steps * 1e3
         logdir = tempfile.mkdtemp(prefix=f"profile_{name.replace(':', '_')}_")
         tf.profiler.experimental.start(logdir)
-        runner.run(args.steps)
+        runner.run(settings.steps)
         tf.profiler.experimental.stop()
-        ops[name] = op_times(logdir, args.steps)
+        ops[name] = op_times(logdir, settings.steps)
     print(f"\n{describe()}")
-    print(f"\n{args.config}, vocabulary {args.vocab_size:,}, batch {batch_size}: wall ms per step "
+    print(f"\n{settings.config}, vocabulary {settings.vocab_size:,}, batch {batch_size}: "
+          "wall ms per step "
           + ", ".join(f"{n} {w:.0f}" for n, w in wall.items())
           + "; op ms per step " + ", ".join(f"{n} {sum(o.values()):.0f}"
                                             for n, o in ops.items()))
@@ -80,7 +91,7 @@ def main():
     types = set().union(*(set(o) for o in ops.values()))
     rows = sorted(types, key=lambda t: -(abs(ops[first].get(t, 0) - ops[last].get(t, 0))
                                          if len(names) == 2 else ops[first].get(t, 0)))
-    for t in rows[:args.top]:
+    for t in rows[:settings.top]:
         cells = [f"{ops[n].get(t, 0):.1f}" for n in names]
         if len(names) == 2:
             cells.append(f"{ops[first].get(t, 0) - ops[last].get(t, 0):+.1f}")
@@ -88,4 +99,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -11,19 +11,21 @@ the float32 matmul peak measured in the same run (the fraction of peak the call 
       --shared_dir=../shared/data                       # 32 raw SST-2 sentences
 """
 
-import argparse
 import collections
+import dataclasses
 import glob
 import os
 import tempfile
 import time
+from typing import Optional
+
+import numpy as np
+
+from bench import harness
+from bench.harness import describe, matmul_peak
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-import numpy as np  # noqa: E402
-
-from bench.machine import describe  # noqa: E402
-from bench.sst2 import matmul_peak  # noqa: E402
 
 
 def op_times(logdir, calls):
@@ -48,15 +50,19 @@ def op_times(logdir, calls):
     return totals
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--export_dir", required=True)
-    parser.add_argument("--signature", default="serving_ids")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--shared_dir", help="SST-2 sentences for serving_default")
-    parser.add_argument("--calls", type=int, default=5)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.profile_serving --help`)."""
+    export_dir: str = setting(help='A SavedModel export (`run_classifier.py --export_dir`).')
+    signature: str = setting('serving_ids', help="The signature to profile: serving_ids (ids "
+                             "in) or serving_default (raw text).")
+    batch: int = setting(32, help='Sequences per call.')
+    seq: int = setting(128, help="Sequence length of serving_ids' inputs.")
+    shared_dir: Optional[str] = setting(None, help='SST-2 sentences for serving_default')
+    calls: int = setting(5, help='Profiled calls (after warm-up).')
+
+
+def main(settings):
     from common import onednn
     onednn.decide(log=print)
     from common import quiet
@@ -64,42 +70,42 @@ def main():
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    loaded = tf.saved_model.load(args.export_dir)
-    fn = loaded.signatures[args.signature]
-    if args.signature == "serving_default":
-        with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+    loaded = tf.saved_model.load(settings.export_dir)
+    fn = loaded.signatures[settings.signature]
+    if settings.signature == "serving_default":
+        with open(os.path.join(settings.shared_dir, "glue", "SST-2", "dev.tsv"),
                   encoding="utf-8") as f:
             sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
-        inputs = {"text_a": tf.constant(sentences[:args.batch])}
+        inputs = {"text_a": tf.constant(sentences[:settings.batch])}
     else:
-        ids = np.random.default_rng(0).integers(1000, 30000, (args.batch, args.seq))
+        ids = np.random.default_rng(0).integers(1000, 30000, (settings.batch, settings.seq))
         ids = tf.constant(ids, tf.int32)
         inputs = {"input_ids": ids, "input_mask": tf.ones_like(ids),
                   "segment_ids": tf.zeros_like(ids)}
     for _ in range(3):
         fn(**inputs)
     start = time.perf_counter()
-    for _ in range(args.calls):
+    for _ in range(settings.calls):
         [v.numpy() for v in fn(**inputs).values()]
-    wall = (time.perf_counter() - start) / args.calls * 1e3
+    wall = (time.perf_counter() - start) / settings.calls * 1e3
     logdir = tempfile.mkdtemp(prefix="profile_")
     tf.profiler.experimental.start(logdir)
-    for _ in range(args.calls):
+    for _ in range(settings.calls):
         [v.numpy() for v in fn(**inputs).values()]
     tf.profiler.experimental.stop()
-    totals = op_times(logdir, args.calls)
+    totals = op_times(logdir, settings.calls)
     total = sum(totals.values())
     peak = matmul_peak()
     print(f"\n{describe()}; matmul peak {peak / 1e9:.0f} GFLOP/s")
-    print(f"{args.signature}, batch {args.batch}" +
-          (f" x {args.seq} ids" if args.signature != "serving_default" else " sentences") +
+    print(f"{settings.signature}, batch {settings.batch}" +
+          (f" x {settings.seq} ids" if settings.signature != "serving_default" else " sentences") +
           f": {wall:.1f} ms per call unprofiled; op time by type (profiled):\n")
     print("| op type | ms per call | share of op time |")
     print("|---|---|---|")
     for op, ms in totals.most_common(12):
         print(f"| {op} | {ms:.1f} | {100 * ms / total:.1f}% |")
-    if args.signature != "serving_default":  # full-length ids: the matmul FLOPs known
-        flops = encoder_matmul_flops(loaded.model_variables, args.batch, args.seq)
+    if settings.signature != "serving_default":  # full-length ids: the matmul FLOPs known
+        flops = encoder_matmul_flops(loaded.model_variables, settings.batch, settings.seq)
         matmul_ms = sum(ms for op, ms in totals.items() if "MatMul" in op)
         print(f"\nMatmul FLOPs per call {flops / 1e9:.1f} G: the whole call runs at "
               f"{100 * flops / (wall / 1e3) / peak:.0f}% of the matmul peak, its matmul "
@@ -119,4 +125,4 @@ def encoder_matmul_flops(variables, batch, seq):
     return batch * seq * (per_token + layers * 4 * seq * hidden)
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -12,18 +12,20 @@ only where the CPU has AVX512_BF16 or AMX).
     python -m bench.recipe_bfloat16 --recipe_dir=/tmp/recipe/recipe [--steps=600]
 """
 
-import argparse
+import dataclasses
 import json
 import os
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bench.machine import describe  # noqa: E402
-from bench.sst2 import matmul_peak  # noqa: E402
+from bench import harness
+from bench.harness import describe, matmul_peak
+from common.settings import setting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pretrain(recipe_dir, dtype, steps, out):
@@ -62,20 +64,22 @@ def pretrain(recipe_dir, dtype, steps, out):
     return statistics.median(rates[1:] or rates), evaluation
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--recipe_dir", required=True,
-                        help="a pretrain_from_text.py --output_dir (records, config)")
-    parser.add_argument("--work_dir", default="/tmp/recipe_bfloat16")
-    parser.add_argument("--steps", type=int, default=600)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.recipe_bfloat16 --help`)."""
+    recipe_dir: str = setting(help='a pretrain_from_text.py --output_dir (records, config)')
+    work_dir: str = setting('/tmp/recipe_bfloat16', help='Folder of the two short runs.')
+    steps: int = setting(600, help='Training steps of each run.')
+
+
+def main(settings):
     peaks = {dtype: matmul_peak(dtype) for dtype in ("float32", "bfloat16")}
     results = {}
     for dtype in ("float32", "bfloat16"):
-        out = os.path.join(args.work_dir, dtype)
+        out = os.path.join(settings.work_dir, dtype)
         if os.path.exists(out):
             sys.exit(f"{out} exists: give another --work_dir")
-        results[dtype] = pretrain(args.recipe_dir, dtype, args.steps, out)
+        results[dtype] = pretrain(settings.recipe_dir, dtype, settings.steps, out)
     print(f"\n{describe()}; matmul peak float32 {peaks['float32'] / 1e9:.0f} GFLOP/s, "
           f"bfloat16 {peaks['bfloat16'] / 1e9:.0f} GFLOP/s "
           f"({peaks['bfloat16'] / peaks['float32']:.2f}x)")
@@ -85,8 +89,8 @@ def main():
         print(f"| {dtype} | {rate:.1f} | {ev.get('masked_lm_loss', float('nan')):.3f} | "
               f"{100 * ev.get('masked_lm_accuracy', float('nan')):.1f} |")
     speedup = results["bfloat16"][0] / results["float32"][0]
-    print(f"\nbfloat16 / float32 training speed: {speedup:.2f}x ({args.steps} steps each)")
+    print(f"\nbfloat16 / float32 training speed: {speedup:.2f}x ({settings.steps} steps each)")
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

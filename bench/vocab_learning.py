@@ -17,10 +17,13 @@ Corpora:
       [--corpora=wikitext2,jawiki] [--max_unique_chars=1000]
 """
 
-import argparse
+import dataclasses
 import os
 import tempfile
 import time
+
+from bench import harness
+from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,16 +92,21 @@ def learn_hf(counts, size, reserved, do_lower_case, max_unique_chars):
     return [t for t, _ in sorted(hf.get_vocab().items(), key=lambda item: item[1])]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--corpora", default="wikitext2,jawiki")
-    parser.add_argument("--sizes", default="4000,8000,16000")
-    parser.add_argument("--max_unique_chars", type=int, default=1000,
-                        help="Alphabet size limit of both learners (build_vocab's flag; "
-                             "Hugging Face's limit_alphabet); 0: build_vocab's default, "
-                             "the alphabet that fits the corpus, for both.")
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.vocab_learning --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    corpora: str = setting('wikitext2,jawiki', help="Comma-separated corpora: wikitext2, "
+                           "jawiki.")
+    sizes: str = setting('4000,8000,16000', help='Comma-separated vocabulary sizes to learn.')
+    max_unique_chars: int = setting(1000, help="Alphabet size limit of both learners "
+                                    "(build_vocab's flag; Hugging Face's limit_alphabet); 0: "
+                                    "build_vocab's default, the alphabet that fits the "
+                                    "corpus, for both.")
+
+
+def main(settings):
     from common import quiet
     quiet.quiet_tensorflow_start()
     from text import vocabulary
@@ -107,14 +115,14 @@ def main():
     print("| corpus | size asked | learner | tokens | ## pieces | [UNK] of held-out tokens "
           "| pieces per word | seconds |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.corpora.split(","):
+    for name in settings.corpora.split(","):
         learn, held_out, do_lower_case = {"wikitext2": wikitext2, "jawiki": jawiki}[name](
-            args.shared_dir)
+            settings.shared_dir)
         counts = vocabulary.count_words(learn, do_lower_case)
         print(f"<!-- {name}: {len(learn):,} lines, {len(counts):,} distinct words to learn "
               f"from; {len(held_out):,} held-out lines -->")
-        for size in [int(s) for s in args.sizes.split(",")]:
-            alphabet = args.max_unique_chars or vocabulary.alphabet_size(counts, size)
+        for size in [int(s) for s in settings.sizes.split(",")]:
+            alphabet = settings.max_unique_chars or vocabulary.alphabet_size(counts, size)
             for learner in ("ours", "hf"):
                 start = time.perf_counter()
                 if learner == "ours":
@@ -131,4 +139,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

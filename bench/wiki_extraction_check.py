@@ -15,9 +15,9 @@ and prints a few examples of each leak and a few sentences.
     python -m bench.wiki_extraction_check --shared_dir=../shared/data [--dumps=ja,mr]
 """
 
-import argparse
 import bz2
 import collections
+import dataclasses
 import glob
 import os
 import re
@@ -26,7 +26,11 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from bench import harness
+from common.settings import setting
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 DUMPS = {
     "en": "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
     "ltg": "smallwiki-latest-pages-articles.xml.bz2",
@@ -97,28 +101,33 @@ def check(language, path, workers):
             "ended": ended / max(len(lines), 1), "examples": lines[:3], "lower": lower}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shared_dir", required=True)
-    parser.add_argument("--dumps", default=",".join(DUMPS))
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--examples", type=int, default=3)
-    args = parser.parse_args()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The flags of this bench (`python -m bench.wiki_extraction_check --help`)."""
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+    dumps: str = setting(','.join(DUMPS), help="Comma-separated dump excerpts under "
+                         "wikipedia/ to check.")
+    workers: int = setting(2, help="extract_wikipedia's --num_workers.")
+    examples: int = setting(3, help='Sample sentences shown per dump.')
+
+
+def main(settings):
     rows = []
-    for language in args.dumps.split(","):
-        r = check(language, os.path.join(args.shared_dir, "wiki", DUMPS[language]),
-                  args.workers)
+    for language in settings.dumps.split(","):
+        r = check(language, os.path.join(settings.shared_dir, "wiki", DUMPS[language]),
+                  settings.workers)
         if r is None:
             continue
         rows.append(r)
         print(f"\n== {language}: {r['summary']}")
         for kind, found in sorted(r["leaks"].items()):
             print(f"  {kind}: {len(found)} lines, e.g.")
-            for line in found[:args.examples]:
+            for line in found[:settings.examples]:
                 print(f"    {line[:160]}")
         for line in r["examples"]:
             print(f"  sentence: {line[:160]}")
-        for line in r["lower"][:args.examples]:
+        for line in r["lower"][:settings.examples]:
             print(f"  starts in lower case: {line[:160]}")
     print("\n| dump | articles | sentences | lines with markup | chars per sentence "
           "| ending in sentence punctuation | starting in lower case | sentences per article |")
@@ -132,4 +141,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    harness.run(main, Settings)

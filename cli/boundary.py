@@ -294,6 +294,8 @@ def flag_error_line(exc):
 def _parse_flags(argv):
     """absl's parsing, with a one-line answer (not its "FATAL Flags parsing error" block)
     for an unknown flag, a bad value or a missing required flag; status 1, as absl's."""
+    from cli.flags import list_in_help
+    list_in_help()
     try:
         return flags.FLAGS(argv)
     except flags.Error as exc:

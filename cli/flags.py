@@ -11,6 +11,7 @@ builds the same configs directly.
 """
 
 import dataclasses
+import sys
 import typing
 
 from absl import app, flags
@@ -104,6 +105,16 @@ def define_settings(config_class, defaults=None, skip=(), flag_values=flags.FLAG
                               flag_values=flag_values)
         else:
             flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
+
+
+def list_in_help(flag_values=flags.FLAGS):
+    """Makes `--help` list every flag the project defined, not absl's own: absl lists the
+    main module's flags only, and a script's flags are defined here, from its settings.
+    Call before parsing."""
+    for module, defined in flag_values.flags_by_module_dict().items():
+        if not module.startswith("absl."):
+            for flag in defined:
+                flag_values.register_key_flag_for_module(sys.argv[0], flag)
 
 
 def grid_axes(flag_values):

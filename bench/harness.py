@@ -1,0 +1,148 @@
+"""What every benchmark here shares, written once: its flags (a dataclass of settings, as
+the tools declare theirs), the machine line a table must carry (CPU model, vector ISA,
+cores, oneDNN), TensorFlow's matmul peak measured in the same run, a command timed in a
+fresh process, measures taken in alternating rounds, and a Markdown table.
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Settings:
+        rounds: int = setting(3, help="Rounds, the measures alternating.")
+
+    def main(settings): ...
+
+    if __name__ == "__main__":
+        harness.run(main, Settings)
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def run(main, settings_class):
+    """Defines an absl flag per field of the dataclass `settings_class` (declared with
+    `common.settings.setting`: name, type, default, help; a field without a default is a
+    required flag), parses the command line and calls `main(settings)`."""
+    from absl import app, flags
+
+    from cli.flags import configs_from_flags, define_settings, list_in_help
+    define_settings(settings_class)
+    list_in_help()
+
+    def parsed(argv):
+        if len(argv) > 1:
+            raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+        main(configs_from_flags(flags.FLAGS, settings_class)[0])
+
+    app.run(parsed)
+
+
+# --- The machine --------------------------------------------------------------------------
+
+def cpu_model():
+    from common import cpu
+    return cpu.identity()[0] or "unknown CPU"
+
+
+def isa():
+    """The widest vector extensions the CPU has (AVX-512 subsets, AMX, AVX2, FMA)."""
+    from common import cpu
+    have = cpu.identity()[1].split()
+    if not have:
+        return "unknown ISA"
+    wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "avx_vnni", "avx2", "fma")
+    return ", ".join(f for f in wanted if f in have) or "no AVX2"
+
+
+def set_onednn(mode):
+    """`auto` decides as the entry points do (`common.onednn`: measured once, cached);
+    `on` / `off` force it. Call before TensorFlow is imported."""
+    from common import onednn
+    if mode == "auto":
+        onednn.decide(log=print)
+    else:
+        os.environ[onednn.ENV] = "1" if mode == "on" else "0"
+
+
+def describe(threads=None):
+    """One line for a table's caption: the CPU, its ISA, the cores (and `threads` used),
+    TensorFlow's version and oneDNN state. Imports TensorFlow (decide oneDNN first)."""
+    import tensorflow as tf
+
+    from common import onednn
+    return (f"CPU: {cpu_model()} ({isa()}), {os.cpu_count()} cores"
+            + (f", {threads} threads" if threads else "")
+            + f"; TensorFlow {tf.__version__}, oneDNN {'on' if onednn.state() else 'off'}"
+            f" ({onednn.ENV}={os.environ.get(onednn.ENV, 'unset')})")
+
+
+def matmul_peak(dtype="float32"):
+    """TensorFlow's matmul rate (FLOP/s) in `dtype` on this machine: the best of five
+    timings of ten 2048^3 products."""
+    import tensorflow as tf
+    a = tf.cast(tf.random.normal([2048, 2048]), dtype)
+    f = tf.function(lambda x: tf.matmul(x, x))
+    f(a).numpy()
+    best = 0.0
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(10):
+            out = f(a)
+        out.numpy()
+        best = max(best, 10 * 2 * 2048 ** 3 / (time.perf_counter() - start))
+    return best
+
+
+# --- Measuring ----------------------------------------------------------------------------
+
+def in_fresh_process(argv, *, env=None, cwd=None, capture=True, check=True, timeout=None):
+    """Runs `argv` (a list; a leading "python" means this interpreter) in a new process,
+    TensorFlow's C++ logging silenced. Returns (wall seconds, the CompletedProcess)."""
+    if argv and argv[0] == "python":
+        argv = [sys.executable, *argv[1:]]
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),
+                          cwd=cwd, capture_output=capture, text=True, check=check,
+                          timeout=timeout)
+    return time.perf_counter() - start, done
+
+
+def alternate(measures, rounds, log=print):
+    """Calls each function of `measures` ({name: function()}) once per round, in turn, so
+    that a machine's drift falls on all of them alike. Returns {name: [result per round]}."""
+    results = {name: [] for name in measures}
+    for number in range(rounds):
+        for name, measure in measures.items():
+            results[name].append(measure())
+            if log:
+                log(f"round {number + 1}/{rounds}: {name}: {results[name][-1]}")
+    return results
+
+
+def medians(results):
+    """{name: median of its list} of `alternate`'s results."""
+    return {name: statistics.median(values) for name, values in results.items()}
+
+
+def table(header, rows):
+    """A Markdown table: `header` a list of column names, `rows` lists of cells (str() of
+    each). Returns the text, a line per row."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+PROJECT_PACKAGES = ("common", "text", "modeling", "serving", "training", "cli", "data_prep",
+                    "tasks")
+
+
+def import_project_from(root):
+    """Makes the project's packages import from the checkout `root` (another commit's, to
+    time its code beside this one's): `root` first on `sys.path`, and this checkout's
+    modules imported so far (the settings of the flags) forgotten. Call before importing
+    anything of the project that is to be timed."""
+    sys.path.insert(0, root)
+    for name in list(sys.modules):
+        if name.split(".")[0] in PROJECT_PACKAGES:
+            del sys.modules[name]
