@@ -14,7 +14,7 @@ and the model FLOPs utilisation against this machine's float32 matmul peak measu
 same run. Prints a Markdown table of sequences/s and ratios to the best peer.
 
     pip install -r bench/requirements.txt
-    python -m bench.inference_speed [--configs=base,small] [--points=base:32x128,...]
+    python -m bench.inference_speed [--points=base:32x128,small:1x128,...] [--rounds=3]
 """
 
 import dataclasses
@@ -89,7 +89,8 @@ def build(name, cfg, jit=False):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
     """The flags of this bench (`python -m bench.inference_speed --help`)."""
-    points: str = setting(DEFAULT_POINTS, help='config:batchxseq, comma-separated')
+    points: str = setting(DEFAULT_POINTS, help="Comma-separated config:batchxseq points "
+                          "(configs: small, base).")
     peers: str = setting('ours,ours_xla,keras_hub,keras_hub_xla,hf', help="Comma-separated "
                          "implementations to time (the default lists them all).")
     rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "

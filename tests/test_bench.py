@@ -1,0 +1,90 @@
+"""bench/ as one small codebase (bench/README.md): every script declares its flags once, as
+settings (`bench.harness.run`, the tools' flag style), answers `--help` with them, and takes
+every flag its documented command lines give it; no function is over 60 lines. The
+benches themselves need real data and peers and are not run here."""
+
+import ast
+import glob
+import os
+import re
+
+import pytest
+
+from tests import warm_processes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HELPERS = {"__init__", "harness", "sst2", "process_probe"}
+SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "bench", "*.py"))
+                 if os.path.basename(p)[:-3] not in HELPERS)
+# Where bench commands are written down for a reader.
+DOCUMENTS = ["README.md", "bench/README.md", "bench/RESULTS.md", *sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+
+
+def _tree(name):
+    with open(os.path.join(ROOT, "bench", f"{name}.py"), encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
+@pytest.fixture(scope="module")
+def helps():
+    """{script: the flags its --help lists}, each run as `python -m bench.<script>`."""
+    listed = {}
+    for name in SCRIPTS:
+        result = warm_processes.run(["-m", f"bench.{name}", "--help"], cwd=ROOT, timeout=300)
+        assert result.returncode in (0, 1) and "Traceback" not in result.stderr, \
+            (name, result.stdout[-1500:] + result.stderr[-1500:])
+        listed[name] = set(re.findall(r"^  --(?:\[no\])?(\w+):", result.stdout, re.M))
+    return listed
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_a_bench_declares_its_flags_as_settings_and_runs_through_the_harness(name):
+    tree = _tree(name)
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    assert "argparse" not in imported, f"bench/{name}.py: declare a Settings dataclass"
+    calls = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    assert "harness.run(main, Settings)" in calls, name
+
+
+def test_no_bench_function_is_over_60_lines():
+    long = []
+    for name in sorted(HELPERS | set(SCRIPTS)):
+        for node in ast.walk(_tree(name)):
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno >= 60:
+                long.append(f"bench/{name}.py:{node.name} ({node.end_lineno - node.lineno + 1})")
+    assert not long, long
+
+
+def test_every_bench_answers_help_with_its_flags(helps):
+    for name in SCRIPTS:
+        assert helps[name], f"bench/{name}.py --help lists no flag"
+    # A shared flag is listed where it is declared (nsp_seeds inherits paper_tables').
+    assert {"shared_dir", "recipe_dir", "runs", "tables"} <= helps["nsp_seeds"]
+    assert "verbosity" not in helps["pretraining_speed"]
+
+
+def _documented_commands():
+    """(where, script, flags) of every `python -m bench.<script> --flag ...` line written
+    in the documents and in the benches' own docstrings (continuation lines joined)."""
+    sources = [(path, open(os.path.join(ROOT, path), encoding="utf-8").read())
+               for path in DOCUMENTS]
+    sources += [(f"bench/{name}.py", ast.get_docstring(_tree(name)) or "")
+                for name in SCRIPTS]
+    found = []
+    for where, text in sources:
+        text = re.sub(r"\\\n\s*", " ", text)
+        for match in re.finditer(r"python -m bench\.(\w+)([^\n`]*)", text):
+            flags = re.findall(r"--(\w+)", match.group(2))
+            found.append((where, match.group(1), flags))
+    return found
+
+
+def test_every_documented_bench_command_names_a_bench_and_its_flags(helps):
+    commands = _documented_commands()
+    assert len(commands) >= 25
+    wrong = [(where, script, flag) for where, script, flags in commands
+             for flag in (flags if script in helps else ["<no such bench>"])
+             if flag not in helps.get(script, ())]
+    assert not wrong, wrong
