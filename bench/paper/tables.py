@@ -26,7 +26,7 @@ linked), so the script resumes; the tables are printed in Markdown with every co
 line in the log. Table 8 prints each row as soon as its runs are done (a row costs a
 pre-training at the recipe's scale), and `--maskings` picks its rows.
 
-    python -m bench.paper_tables --shared_dir=../shared/data --tables=5,6,7,8 \
+    python -m bench.paper.tables --shared_dir=../shared/data --tables=5,6,7,8 \
       [--work_dir=/tmp/paper_tables --pretrain_steps=2000] [--recipe_dir=<pretrain_from_text
       output>] [--seeds=3 --jobs=2]
 
@@ -54,7 +54,7 @@ from bench import harness
 from common.file_io import atomic_write_text
 from common.settings import setting
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The small scale's sequence length of pre-training and fine-tuning (the paper: 128 then
 # 512; 64 here, so that a table fits in about half an hour on two cores), and masked
@@ -599,7 +599,7 @@ class Bench:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of the tables (`python -m bench.paper_tables --help`), and of the benches
+    """The flags of the tables (`python -m bench.paper.tables --help`), and of the benches
     that reuse `Bench`."""
     shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
                               "CoNLL-2003, WikiText).")
