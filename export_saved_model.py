@@ -21,10 +21,10 @@ import dataclasses
 from absl import flags, logging
 
 import cli
-from cli.flags import config_from_flags, define_settings, require_flags
+from cli.flags import config_from_flags, configs_from_flags, define_settings
 from common import file_io
 from common.settings import setting
-from common.shared_settings import ModelFiles, ModelVocabulary, SequenceLength
+from common.shared_settings import ModelVocabulary, SequenceLength, WeightedModelFiles
 from tasks import registry
 
 # Built in, beside the tasks: the TF Hub-style encoder and its preprocessor.
@@ -37,8 +37,9 @@ def _has_saved_model(entry):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ExportSettings(ModelFiles, ModelVocabulary, SequenceLength):
-    """This script's settings; each task's own export settings are added below."""
+class ExportSettings(ModelVocabulary, SequenceLength):
+    """What every export takes (the preprocessor needs no more); each task's own export
+    settings are added below."""
     task_type: str = setting(
         "classification", choices=registry.names(where=_has_saved_model) + list(HUB_TYPES),
         help="What to export: a task model with its head (one of "
@@ -56,7 +57,13 @@ class ExportSettings(ModelFiles, ModelVocabulary, SequenceLength):
                                     "dynamic-range quantized (int8 weights); implies --tflite.")
 
 
-define_settings(ExportSettings)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelExportSettings(WeightedModelFiles, ExportSettings):
+    """The export of a model (every --task_type but the preprocessor): its bert_config.json
+    and checkpoint are required too."""
+
+
+define_settings(ModelExportSettings)
 for _entry in TASKS.values():  # each task's own export settings
     if _entry.export and _entry.export.options:
         define_settings(_entry.export.options)
@@ -64,43 +71,43 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    require_flags(FLAGS, ("vocab_file", "export_dir") + (
-        () if FLAGS.task_type == "preprocessor" else ("bert_config_file", "init_checkpoint")))
+    settings, = configs_from_flags(FLAGS, ExportSettings if FLAGS.task_type == "preprocessor"
+                                   else ModelExportSettings)
     import modeling
     from text.tokenization import check_vocabulary_fits
 
     file_io.refuse_inputs_as_outputs(
-        {"export_dir": FLAGS.export_dir},
+        {"export_dir": settings.export_dir},
         {name: FLAGS[name].value for name in ("bert_config_file", "init_checkpoint",
                                                "vocab_file", "labels_file")
          if name in FLAGS})
-    if FLAGS.task_type == "preprocessor":
+    if settings.task_type == "preprocessor":
         from serving.hub import export_preprocessor
-        export_preprocessor(FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                            FLAGS.max_seq_length)
-        return logging.info("Exported a preprocessor to %s.", FLAGS.export_dir)
-    config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-    check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
-                          FLAGS.vocab_smaller_than_model)
-    if FLAGS.task_type != "encoder" or FLAGS["max_seq_length"].present:
-        config.check_max_seq_length(FLAGS.max_seq_length)  # the encoder takes any length
+        export_preprocessor(settings.export_dir, settings.vocab_file, settings.do_lower_case,
+                            settings.max_seq_length)
+        return logging.info("Exported a preprocessor to %s.", settings.export_dir)
+    config = modeling.BertConfig.from_json_file(settings.bert_config_file)
+    check_vocabulary_fits(settings.vocab_file, config.vocab_size, settings.bert_config_file,
+                          settings.vocab_smaller_than_model)
+    if settings.task_type != "encoder" or FLAGS["max_seq_length"].present:
+        config.check_max_seq_length(settings.max_seq_length)  # the encoder takes any length
     # --tflite asked for: required; by default: when the model converts; --notflite: none.
-    tflite = dict(tflite=FLAGS.tflite if FLAGS["tflite"].present else None,
-                  tflite_quantize=FLAGS.tflite_quantize)
-    if FLAGS.task_type == "encoder":
+    tflite = dict(tflite=settings.tflite if FLAGS["tflite"].present else None,
+                  tflite_quantize=settings.tflite_quantize)
+    if settings.task_type == "encoder":
         from serving.hub import export_encoder
         encoder = modeling.BertEncoder(config)
-        modeling.load_checkpoint(encoder, FLAGS.init_checkpoint, strict=True)
-        export_encoder(encoder, FLAGS.export_dir, **tflite)
-        return logging.info("Exported %s as an encoder to %s.", FLAGS.init_checkpoint,
-                            FLAGS.export_dir)
-    export = registry.get(FLAGS.task_type).export
+        modeling.load_checkpoint(encoder, settings.init_checkpoint, strict=True)
+        export_encoder(encoder, settings.export_dir, **tflite)
+        return logging.info("Exported %s as an encoder to %s.", settings.init_checkpoint,
+                            settings.export_dir)
+    export = registry.get(settings.task_type).export
     options = config_from_flags(FLAGS, export.options) if export.options else None
     model = export.build_model(config, options)
-    modeling.load_checkpoint(model, FLAGS.init_checkpoint, strict=True)
-    export.save(model, FLAGS.export_dir, options, FLAGS.vocab_file, FLAGS.do_lower_case,
-                FLAGS.max_seq_length, **tflite)
-    logging.info("Exported %s to %s.", FLAGS.init_checkpoint, FLAGS.export_dir)
+    modeling.load_checkpoint(model, settings.init_checkpoint, strict=True)
+    export.save(model, settings.export_dir, options, settings.vocab_file,
+                settings.do_lower_case, settings.max_seq_length, **tflite)
+    logging.info("Exported %s to %s.", settings.init_checkpoint, settings.export_dir)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,14 @@ PARSE_CASES = {
         [], "error: --bert_config_file, --init_checkpoint and --output_dir are required "
             "(see --helpfull)."),
     ("glue_submission.py", "no flags"): ([], "error: --run_dirs is required (see --helpfull)."),
+    # export_saved_model.py: a model's export needs its config and checkpoint, the
+    # preprocessor's only the vocabulary (two settings classes, one way of requiring).
+    ("export_saved_model.py", "no flags"): (
+        [], "error: --vocab_file, --export_dir, --bert_config_file and --init_checkpoint are "
+            "required (see --helpfull)."),
+    ("export_saved_model.py", "preprocessor"): (
+        ["--task_type=preprocessor"],
+        "error: --vocab_file and --export_dir are required (see --helpfull)."),
     ("pretrain_from_text.py", "no flags"): (
         [], "error: --input_text and --output_dir are required (see --helpfull)."),
     ("data_prep/create_pretraining_data.py", "no flags"): (
