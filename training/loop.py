@@ -147,6 +147,8 @@ class Trainer:
         # AutoGraph only where a loop runs over tensors (`_loop`, the accumulation): the
         # model's code has no such loop, and rewriting it cost seconds per run.
         self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
+        if jit_compile:  # XLA compiles one static shape: the real tokens' count is not
+            task.skip_padding = False
         self._train_loop = tf.function(self._loop)
         self._writer = None
         self._metrics = None
@@ -461,30 +463,33 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
 _PREDICT_STEPS = weakref.WeakKeyDictionary()
 
 
-def predict(model, dataset, outputs, keep=()):
+def predict(model, dataset, outputs, keep=(), skip_padding=False):
     """Runs `model` (inference) over a finite dataset of feature dicts, in order.
 
     Args:
         outputs: names of the model outputs to collect (cast to float32).
         keep: names of batch features to collect alongside (e.g. labels).
+        skip_padding: bool. The model computes the real tokens only (`BertEncoder`);
+            for outputs that read no padded position.
 
     Returns:
         dict of NumPy arrays, concatenated over batches.
     """
     steps = _PREDICT_STEPS.setdefault(model, {})
-    key = tuple(outputs)
+    key = (tuple(outputs), bool(skip_padding))
     if key not in steps:
         # reduce_retracing: batches padded to their own length (`task.trim_padding`) come
         # in a few shapes; one trace with a free sequence length serves them all.
         @tf.function(reduce_retracing=True, autograph=False)
         def step(inputs):
-            out = model(inputs, training=False)
-            return {name: tf.cast(out[name], tf.float32) for name in key}
+            out = model(inputs, training=False, skip_padding=skip_padding) if skip_padding \
+                else model(inputs, training=False)
+            return {name: tf.cast(out[name], tf.float32) for name in outputs}
         steps[key] = step
-    collected = {name: [] for name in key + tuple(keep)}
+    collected = {name: [] for name in tuple(outputs) + tuple(keep)}
     for batch in dataset:
         got = steps[key]({name: batch[name] for name in INPUT_NAMES})
-        for name in key:
+        for name in outputs:
             collected[name].append(got[name].numpy())
         for name in keep:
             collected[name].append(np.asarray(batch[name]))

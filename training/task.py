@@ -57,11 +57,18 @@ class Task:
             evaluation); otherwise only the chief evaluates.
         export_takes_text: bool. The export tokenizes raw text in-graph, so it needs
             tensorflow-text (checked before training).
+        skip_padding: bool. The task's answers and loss read no padded position (a
+            [CLS] label, each real token's tag, a choice's [CLS]), so its model computes
+            the real tokens only, in training and prediction (`encode`): the same values
+            at the real positions, the dense layers' time spent on them alone, dropout
+            drawn for them only. Off where every step has one static shape (XLA, TPUs;
+            the Trainer turns it off when XLA compiles its step).
     """
     name = None
     main_metric = None
     evaluate_on_every_worker = False
     export_takes_text = True  # the export's signatures tokenize in-graph (tensorflow-text)
+    skip_padding = False
 
     def __init__(self, config):
         self.config = config
@@ -128,6 +135,17 @@ class Task:
         return None
 
     # ------------------------------------------------------------------ the loss
+    def padding_skipped(self):
+        """Whether this run's model calls compute the real tokens only (`skip_padding`,
+        and shapes may vary)."""
+        return self.skip_padding and not static_shapes_needed()
+
+    def encode(self, model, batch, training):
+        """The model's outputs on a batch of features, the padding skipped where the task
+        allows it (`skip_padding`)."""
+        return model(model_inputs(batch), training=training,
+                     skip_padding=self.padding_skipped())
+
     def training_hooks(self):
         """Callables `hook(step, logs)` the training loop runs after each of its loops,
         beside the runner's own (e.g. a check of the task's loss)."""

@@ -26,7 +26,6 @@ from training import loop
 from training.task import (
     Task,
     TrainInput,
-    model_inputs,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -42,6 +41,7 @@ class ClassificationTask(Task):
     """Fine-tunes `modeling.BertClassifier` on a `ClassificationConfig` task."""
 
     name = "classification"
+    skip_padding = True  # a label read from [CLS] (or a window's mean of them)
 
     def __init__(self, config):
         super().__init__(config)
@@ -126,7 +126,7 @@ class ClassificationTask(Task):
 
     # ------------------------------------------------------------------ the loss
     def loss(self, model, batch, normalizers, training):
-        logits = tf.cast(model(model_inputs(batch), training=training)["logits"], tf.float32)
+        logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         if self.regression:
             per_example = tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
         else:
@@ -148,7 +148,8 @@ class ClassificationTask(Task):
         dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
                                               self.regression, is_training=False,
                                               pad_to_longest=not static_shapes_needed())
-        out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"])
+        out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"],
+                           skip_padding=self.padding_skipped())
         index = out["example_index"]
         examples = int(index.max()) + 1
         labels = np.zeros(examples, out["label_ids"].dtype)

@@ -25,7 +25,6 @@ from training import loop
 from training.task import (
     Task,
     TrainInput,
-    model_inputs,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -37,6 +36,7 @@ class MultipleChoiceTask(Task):
 
     name = "multiple_choice"
     main_metric = "accuracy"
+    skip_padding = True  # each choice scored from its [CLS]
 
     def __init__(self, config):
         super().__init__(config)
@@ -84,7 +84,7 @@ class MultipleChoiceTask(Task):
 
     # ------------------------------------------------------------------ the loss
     def loss(self, model, batch, normalizers, training):
-        logits = tf.cast(model(model_inputs(batch), training=training)["logits"], tf.float32)
+        logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=batch["label_ids"], logits=logits)
         loss = tf.reduce_sum(per_example) / normalizers["examples"]
@@ -96,7 +96,8 @@ class MultipleChoiceTask(Task):
         arrays = self._features(split)
         dataset = features.batches(arrays, batch_size,
                                    pad_to_longest=not static_shapes_needed())
-        logits = loop.predict(model, dataset, ["logits"])["logits"]
+        logits = loop.predict(model, dataset, ["logits"],
+                              skip_padding=self.padding_skipped())["logits"]
         return softmax(logits), arrays["label_ids"]
 
     def evaluate(self, model, strategy=None):

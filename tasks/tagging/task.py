@@ -27,7 +27,6 @@ from training.task import (
     TrainInput,
     array_batches,
     array_dataset_fn,
-    model_inputs,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -41,6 +40,7 @@ class TaggingTask(Task):
 
     name = "tagging"
     main_metric = "f1"
+    skip_padding = True  # tags of real tokens only
 
     def __init__(self, config):
         super().__init__(config)
@@ -114,7 +114,7 @@ class TaggingTask(Task):
         return {"labelled": tf.reduce_sum(batch["label_weights"])}
 
     def loss(self, model, batch, normalizers, training):
-        logits = tf.cast(model(model_inputs(batch), training=training)["logits"], tf.float32)
+        logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=batch["label_ids"],
                                                               logits=logits)
         loss = tf.reduce_sum(xent * batch["label_weights"]) / tf.maximum(
@@ -126,7 +126,7 @@ class TaggingTask(Task):
         """Each sentence's predicted tags (one per word)."""
         arrays, windows = self._features(sentences)
         logits = loop.predict(model, array_batches(arrays, self.config.predict_batch_size),
-                              ["logits"])["logits"]
+                              ["logits"], skip_padding=self.padding_skipped())["logits"]
         return features.word_predictions(windows, logits.argmax(-1), sentences,
                                          self.label_list)
 
