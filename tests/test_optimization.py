@@ -141,3 +141,30 @@ def test_unknown_optimizer_is_named(tiny_config_dict):
     model = BertPretrainer(BertConfig(**tiny_config_dict))
     with pytest.raises(ValueError, match="--optimizer='sgd'"):
         create_optimizer(model, 1e-3, 10, 2, optimizer="sgd")
+
+
+def test_on_one_device_each_variable_is_updated_by_one_fused_kernel():
+    """The update above, on plain (not mirrored) variables, runs as TensorFlow's fused
+    Adam kernel, one op per variable, and gives the unfused computation's values."""
+    import tensorflow as tf
+
+    values = [np.full((4, 3), 0.5, np.float32), np.full((3,), -0.25, np.float32)]
+    grads = [np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3),
+             np.asarray([0.1, -0.2, 0.3], np.float32)]
+    results = {}
+    for fused in (True, False):
+        optimizer = AdamWeightDecay(learning_rate=0.05, weight_decay_rate=0.01)
+        variables = [keras.Variable(v) for v in values]
+        optimizer.build(variables)
+        if not fused:
+            optimizer._fused_update = lambda *args: False
+        step = tf.function(lambda: optimizer.apply([tf.constant(g) for g in grads],
+                                                   variables), autograph=False)
+        graph = step.get_concrete_function().graph
+        kernels = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
+        assert len(kernels) == (2 if fused else 0)
+        for _ in range(3):
+            step()
+        results[fused] = [v.numpy() for v in variables]
+    for a, b in zip(results[True], results[False]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

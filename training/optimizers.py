@@ -22,9 +22,11 @@ whatever the number of replicas; the optimizers here therefore skip Keras's own
 cross-replica sum (`_PreReducedGradients`).
 """
 
+import math
 import re
 
 import keras
+import numpy as np
 from keras import ops
 
 from modeling import checkpoint_mapping
@@ -113,11 +115,73 @@ class AdamWeightDecay(_AdamMoments):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
+        if self._fused_update(gradient, variable, lr):
+            return
         m, v = self._update_moments(gradient, variable)
         update = m / (ops.sqrt(v) + self.epsilon)
         if self.weight_decay_rate and self._decays(variable):
             update = update + self.weight_decay_rate * variable
         self.assign_sub(variable, lr * update)
+
+    def _kernel_scales(self, dtype):
+        """(learning-rate factor, epsilon factor) for `ResourceApplyAdam`: its m and v are
+        the original's times a1 and a2 (`_kernel_moment_ratios`), so m / (sqrt(v) + eps)
+        is the original's with lr * sqrt(a2) / a1 and eps * sqrt(a2)."""
+        dtype = np.dtype(getattr(dtype, "name", dtype))
+        a1 = _kernel_moment_ratios(self.beta_1, dtype)
+        a2 = _kernel_moment_ratios(self.beta_2, dtype)
+        return math.sqrt(a2) / a1, math.sqrt(a2)
+
+    def _fused_update(self, gradient, variable, lr):
+        """The same update as TensorFlow's fused Adam kernel (`ResourceApplyAdam`: one op
+        per variable instead of about fifteen, which the step's tracing, its graph
+        optimisation and each step pay for), where the variable and its moments are plain
+        resource variables (one device; not a distribution strategy's mirrored ones).
+        Bias correction off as in the original: the kernel's lr * sqrt(1 - beta_2^t) /
+        (1 - beta_1^t) with both powers 0 is lr. The decay goes first, from the old
+        value: param - lr * decay * param - lr * m / (sqrt(v) + eps) is the original's
+        param - lr * (m / (sqrt(v) + eps) + decay * param). The kernel forms 1 - beta in
+        the variable's precision (float32: 0.999987e-3 for 0.999) where the original
+        multiplies by the constant 1 - beta (float32(1e-3)), so its moments are the
+        original's times a constant (`_kernel_scales`), which the learning rate and
+        epsilon given to it undo: the same update up to rounding. On 2 AVX2 cores (AMD
+        EPYC), MiniLM fine-tuning: a step 0.94 -> 0.69 s, the first trace and run 7.6 ->
+        4.7 s.
+        True when done."""
+        if keras.backend.backend() != "tensorflow":
+            return False
+        import tensorflow as tf
+        index = self._get_variable_index(variable)
+        values = [_resource_variable(x) for x in (variable, self._m[index], self._v[index])]
+        if any(x is None for x in values):
+            return False
+        if self.weight_decay_rate and self._decays(variable):
+            values[0].assign_sub(lr * self.weight_decay_rate * values[0])
+        lr_scale, epsilon_scale = self._kernel_scales(variable.dtype)
+        zero = tf.zeros([], variable.dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=values[0].handle, m=values[1].handle, v=values[2].handle,
+            beta1_power=zero, beta2_power=zero, lr=lr * lr_scale,
+            beta1=tf.constant(self.beta_1, variable.dtype),
+            beta2=tf.constant(self.beta_2, variable.dtype),
+            epsilon=tf.constant(self.epsilon * epsilon_scale, variable.dtype),
+            grad=tf.cast(gradient, variable.dtype))
+        return True
+
+
+def _kernel_moment_ratios(beta, dtype):
+    """What `ResourceApplyAdam` multiplies a moment's new term by (1 - beta formed in
+    `dtype`) over what the original does (the constant 1 - beta rounded to `dtype`)."""
+    one = np.asarray(1, dtype)
+    return float(one - np.asarray(beta, dtype)) / float(np.asarray(1.0 - beta, dtype))
+
+
+def _resource_variable(variable):
+    """The plain TensorFlow resource variable of a Keras variable (or the variable
+    itself), or None (a distribution strategy's mirrored variable, another backend)."""
+    value = variable if type(variable).__name__ == "ResourceVariable" else \
+        getattr(variable, "_value", None)
+    return value if type(value).__name__ == "ResourceVariable" else None
 
 
 @keras.saving.register_keras_serializable(package="bert")
