@@ -149,6 +149,12 @@ class Trainer:
         self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
         if jit_compile:  # XLA compiles one static shape: the real tokens' count is not
             task.skip_padding = False
+        # A function of its own, so that AutoGraph's two traces of `_loop`'s body (the
+        # first finds the structure of the statistics it sums) reuse one trace of the step
+        # (the model's forward and backward pass, the clipping, the update).
+        # AutoGraph only for the accumulation's loop over micro-batches.
+        self._replica_step_fn = tf.function(self._replica_step,
+                                            autograph=self.accumulation > 1)
         self._train_loop = tf.function(self._loop)
         self._writer = None
         self._metrics = None
@@ -208,7 +214,8 @@ class Trainer:
         stopped = tf.constant(0)
         for _ in tf.range(num_steps):
             batch = next(iterator)
-            loss, grad_norm, stats, stop = strategy.run(self._replica_step, args=(batch,))
+            loss, grad_norm, stats, stop = strategy.run(self._replica_step_fn,
+                                                        args=(batch,))
             stopped = strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
             # Values are all-reduced already: every replica holds the same number.
             loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
