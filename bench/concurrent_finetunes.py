@@ -65,10 +65,8 @@ def timed(data, work, settings, label, at_once, threads=None):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData):
     """The flags of this bench (`python -m bench.concurrent_finetunes --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     bert_config_file: str = setting(help="The model's bert_config.json (random weights: the "
                                     "speed does not depend on them).")
     vocab_file: str = setting(help="The model's vocab.txt.")

@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
@@ -40,15 +39,11 @@ def _size_mb(path):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.WorkDir):
     """The flags of this bench (`python -m bench.export_agreement --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     train_examples: int = setting(2000, help="Training rows, the first ones of SST-2's "
                                   "train.tsv.")
     max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 def main(settings):

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 from bench import harness
 from common.settings import setting
@@ -27,10 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.WorkDir):
     """The flags of this bench (`python -m bench.finetune_glue --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     task: str = setting('SST-2', help="The GLUE task folder under glue/ (run_classifier.py's "
                         "--task_name).")
     train_examples: int = setting(4000, help="Training rows, the first ones of the task's "
@@ -39,8 +36,6 @@ class Settings:
     max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
     batch_size: int = setting(32, help='Sequences per batch.')
     learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 def main(settings):

@@ -48,27 +48,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds, harness.Threads, harness.WorkDir):
     """The flags of this bench (`python -m bench.finetune_speed --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     train_examples: int = setting(2000, help="Training rows, the first ones of SST-2's "
                                   "train.tsv.")
     max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
     batch_size: int = setting(32, help='Sequences per batch.')
     learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
-    rounds: int = setting(1, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
-    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
-                           "PyTorch's, ONNX Runtime's).")
+    rounds: int = 1
     runs: str = setting('ours,unskipped,bucketed,padded,hf,process,hf_process',
                         help="Comma-separated runs: ours (default flags), unskipped (the "
                         "padding computed), bucketed, padded, hf (Hugging Face's PyTorch "
                         "loop); process and hf_process: the same two as whole processes.")
     hf_seed: Optional[int] = setting(None, help="Internal: run the hf loop with this seed "
                                      "in this process (hf_process) and print its result.")
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 NAMES = {"ours": "ours (default: batches cut to their longest, real tokens only)",

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 from bench import harness
 from common.settings import setting
@@ -27,10 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.WorkDir):
     """The flags of this bench (`python -m bench.finetune_squad --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     train_articles: int = setting(12, help="Training articles, the first ones of SQuAD 1.1 "
                                   "dev (the rest is held out).")
     predict_articles: int = setting(3, help="Articles predicted and scored, after the "
@@ -38,8 +35,6 @@ class Settings:
     epochs: float = setting(2, help='Fine-tuning epochs.')
     max_seq_length: int = setting(256, help='Maximum sequence length, in WordPiece tokens.')
     learning_rate: float = setting(0.0001, help='Fine-tuning peak learning rate.')
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 def main(settings):

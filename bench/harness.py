@@ -13,11 +13,15 @@ fresh process, measures taken in alternating rounds, and a Markdown table.
         harness.run(main, Settings)
 """
 
+import dataclasses
 import os
 import statistics
 import subprocess
 import sys
 import time
+from typing import Optional
+
+from common.settings import setting
 
 
 def run(main, settings_class):
@@ -109,11 +113,14 @@ def in_fresh_process(argv, *, env=None, cwd=None, capture=True, check=True, time
 
 
 def alternate(measures, rounds, log=print):
-    """Calls each function of `measures` ({name: function()}) once per round, in turn, so
-    that a machine's drift falls on all of them alike. Returns {name: [result per round]}."""
+    """Calls each function of `measures` ({name: function()}) once per round, in turn and
+    in reverse order every other round (A B, B A, ...), so that a machine's drift and the
+    cost of going first fall on all of them alike. Returns {name: [result per round]}."""
     results = {name: [] for name in measures}
+    names = list(measures)
     for number in range(rounds):
-        for name, measure in measures.items():
+        for name in names if number % 2 == 0 else names[::-1]:
+            measure = measures[name]
             results[name].append(measure())
             if log:
                 log(f"round {number + 1}/{rounds}: {name}: {results[name][-1]}")
@@ -146,3 +153,37 @@ def import_project_from(root):
     for name in list(sys.modules):
         if name.split(".")[0] in PROJECT_PACKAGES:
             del sys.modules[name]
+
+
+# --- Settings several benches share (a bench's Settings subclasses those it takes; a
+# subclass may change only the default: `rounds: int = 4`) --------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SharedData:
+    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
+                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkDir:
+    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
+                                      "new temporary folder).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Rounds:
+    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
+                          "the median counts.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Threads:
+    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
+                           "PyTorch's, ONNX Runtime's).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OneDNN:
+    onednn: str = setting("auto", choices=("auto", "on", "off"), help="oneDNN: auto decides "
+                          "as the entry points do (measured once, cached); on or off force "
+                          "it.")

@@ -87,17 +87,13 @@ def build(name, cfg, jit=False):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.Rounds, harness.Threads):
     """The flags of this bench (`python -m bench.inference_speed --help`)."""
     points: str = setting(DEFAULT_POINTS, help="Comma-separated config:batchxseq points "
                           "(configs: small, base).")
     peers: str = setting('ours,ours_xla,keras_hub,keras_hub_xla,hf', help="Comma-separated "
                          "implementations to time (the default lists them all).")
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
     seconds: float = setting(2.0, help='about this long per implementation, point and round')
-    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
-                           "PyTorch's, ONNX Runtime's).")
 
 
 def main(settings):

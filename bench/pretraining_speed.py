@@ -171,16 +171,13 @@ class HuggingFace:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.Rounds, harness.OneDNN):
     """The flags of this bench (`python -m bench.pretraining_speed --help`)."""
     configs: str = setting('small,base', help="Comma-separated model configs to time: small, "
                            "base.")
-    rounds: int = setting(4, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
+    rounds: int = 4
     peers: str = setting('ours,ours_xla,keras_hub,hf', help="Comma-separated implementations "
                          "to time (the default lists them all).")
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
 
 
 def main(settings):

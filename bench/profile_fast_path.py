@@ -30,17 +30,13 @@ def timed(fn, *args):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds):
     """The flags of this bench (`python -m bench.profile_fast_path --help`)."""
     export_dir: str = setting(help="A SavedModel export of a classifier (`run_classifier.py "
                               "--export_dir`).")
     onnx_dir: str = setting(help="A folder holding the same model exported to ONNX "
                             "(model.onnx), as serving_speed.py writes it.")
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     requests: int = setting(300, help='Batch-1 requests per round.')
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
 
 
 def main(settings):

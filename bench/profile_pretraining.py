@@ -33,13 +33,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.OneDNN):
     """The flags of this bench (`python -m bench.profile_pretraining --help`)."""
     config: str = setting('small', help="The model config to profile.",
                           choices=sorted(CONFIGS))
     steps: int = setting(5, help='Profiled training steps (after warm-up).')
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
     top: int = setting(20, help='Op types shown, the most expensive first.')
     vocab_size: int = setting(pretraining_speed.VOCAB, help="BERT's 30,522 by default; 8192 "
                               "is the CPU recipe's")

@@ -29,7 +29,6 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -89,19 +88,11 @@ def build(settings, work):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds, harness.OneDNN, harness.WorkDir):
     """The flags of this bench (`python -m bench.serving_process --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     train_examples: int = setting(8000, help="SST-2 training rows the classifier is "
                                   "fine-tuned on.")
     max_len: int = setting(64, help='Maximum sequence length of the fine-tuned classifier.')
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 def main(settings):

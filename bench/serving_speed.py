@@ -44,7 +44,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -130,20 +129,12 @@ PARTS = ("classifier", "process", "tasks")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds, harness.Threads,
+               harness.OneDNN, harness.WorkDir):
     """The flags of this bench (`python -m bench.serving_speed --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     max_seq_length: int = setting(128, help='Maximum sequence length of the exports.')
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
     single_requests: int = setting(200, help='single-sentence requests per path and round')
-    threads: int = setting(os.cpu_count(), help="Threads of every implementation "
-                           "(TensorFlow's pools, PyTorch's, ONNX Runtime's).")
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
+    threads: int = os.cpu_count()
     group_overhead: str = setting('none,0,32,64,128,256', help="overheads (positions) of "
                                   "serving.length_groups to compare at batch 32 on TF Lite "
                                   "('' for none)")

@@ -29,7 +29,6 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -105,19 +104,11 @@ def build(task, work, max_seq_length):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds, harness.Threads,
+               harness.OneDNN, harness.WorkDir):
     """The flags of this bench (`python -m bench.serving_tasks --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
     requests: int = setting(150, help='batch-1 requests')
-    threads: int = setting(os.cpu_count(), help="Threads of every implementation "
-                           "(TensorFlow's pools, PyTorch's, ONNX Runtime's).")
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
+    threads: int = os.cpu_count()
 
 
 def main(settings):

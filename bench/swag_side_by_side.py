@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -125,7 +124,7 @@ def run(argv):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.WorkDir):
     """The flags of this bench (`python -m bench.swag_side_by_side --help`)."""
     swag_csv: str = setting(help="A SWAG CSV (train.csv's layout: startphrase, sent1, sent2, "
                             "ending0..3, label).")
@@ -135,8 +134,6 @@ class Settings:
     learning_rate: float = setting(5e-05, help='Fine-tuning peak learning rate.')
     max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')
     seed: int = setting(0, help='Seed of both implementations.')
-    work_dir: Optional[str] = setting(None, help="Folder for this bench's files (default: a "
-                                      "new temporary folder).")
 
 
 def main(settings):

@@ -30,20 +30,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData, harness.Rounds, harness.Threads, harness.OneDNN):
     """The flags of this bench (`python -m bench.tokenizer_speed --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
-    rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
-                          "the median counts.")
     batch_size: int = setting(1024, help='Sentences per tokenizer call.')
-    threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
-                           "PyTorch's, ONNX Runtime's).")
     peers: str = setting('graph,fast,hf,tf_text,python', help="Comma-separated tokenizers to "
                          "time: graph (the SavedModel's), fast (serving's Rust), hf, tf_text, "
                          "python.")
-    onednn: str = setting('auto', help="oneDNN: auto decides as the entry points do (measured "
-                          "once, cached); on or off force it.", choices=('auto', 'on', 'off'))
 
 
 NAMES = {"python": "Python FullTokenizer (the original's algorithm)",

@@ -93,10 +93,8 @@ def learn_hf(counts, size, reserved, do_lower_case, max_unique_chars):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData):
     """The flags of this bench (`python -m bench.vocab_learning --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     corpora: str = setting('wikitext2,jawiki', help="Comma-separated corpora: wikitext2, "
                            "jawiki.")
     sizes: str = setting('4000,8000,16000', help='Comma-separated vocabulary sizes to learn.')

@@ -102,10 +102,8 @@ def check(language, path, workers):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData):
     """The flags of this bench (`python -m bench.wiki_extraction_check --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     dumps: str = setting(','.join(DUMPS), help="Comma-separated dump excerpts under "
                          "wikipedia/ to check.")
     workers: int = setting(2, help="extract_wikipedia's --num_workers.")

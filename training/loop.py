@@ -151,8 +151,8 @@ class Trainer:
             task.skip_padding = False
         # A function of its own, so that AutoGraph's two traces of `_loop`'s body (the
         # first finds the structure of the statistics it sums) reuse one trace of the step
-        # (the model's forward and backward pass, the clipping, the update).
-        # AutoGraph only for the accumulation's loop over micro-batches.
+        # (the model's forward and backward pass, the clipping, the update); AutoGraph
+        # only for the accumulation's loop over micro-batches.
         self._replica_step_fn = tf.function(self._replica_step,
                                             autograph=self.accumulation > 1)
         self._train_loop = tf.function(self._loop)

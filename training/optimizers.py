@@ -144,10 +144,7 @@ class AdamWeightDecay(_AdamMoments):
         the variable's precision (float32: 0.999987e-3 for 0.999) where the original
         multiplies by the constant 1 - beta (float32(1e-3)), so its moments are the
         original's times a constant (`_kernel_scales`), which the learning rate and
-        epsilon given to it undo: the same update up to rounding. On 2 AVX2 cores (AMD
-        EPYC), MiniLM fine-tuning: a step 0.94 -> 0.69 s, the first trace and run 7.6 ->
-        4.7 s.
-        True when done."""
+        epsilon given to it undo: the same update up to rounding. True when done."""
         if keras.backend.backend() != "tensorflow":
             return False
         import tensorflow as tf

@@ -157,10 +157,8 @@ def describe(files):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData):
     """The flags of this bench (`python -m bench.paper.english_corpus --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     output_dir: str = setting(help="Folder the corpus is written to (text files, one document "
                               "per paragraph block).")
 

@@ -103,10 +103,8 @@ class Recipe(Bench):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.SharedData):
     """The flags of this bench (`python -m bench.paper.pretrain_recipe --help`)."""
-    shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
-                              "CoNLL-2003, SQuAD, WikiText, Wikipedia dumps).")
     work_dir: str = setting(help="Folder of the recipe's run and the fine-tunings (a run "
                             "found there is reused).")
     budget_minutes: float = setting(60, help='pretrain_from_text.py --budget_minutes.')
