@@ -18,6 +18,13 @@ returns `pooled_output` [batch, hidden], `sequence_output` [batch, seq, hidden],
 exposes `variables`, `trainable_variables` and `regularization_losses` for fine-tuning, and
 a `serving_default` signature (with `encoder_outputs_{i}` flattened).
 
+Its graphs compute the real tokens only (`BertEncoder(..., skip_padding=True)`: the dense
+layers on the rows `input_mask` marks, dropout drawn for them alone when called with
+`training=True`): `sequence_output` and `encoder_outputs` hold zeros at padded positions,
+where the original's graph holds numbers computed from the padding ids that no task reads.
+Its TF Lite file is converted from graphs that compute every position (TF Lite has no
+kernel for a data-dependent token count); they agree on the real tokens.
+
 The preprocessor, called with strings [batch], returns the three inputs at its default
 length; `tokenize(strings)` gives ragged int32 [batch, (words), (pieces)] and
 `bert_pack_inputs([segment_a, segment_b], seq_length=N)` packs one or two tokenized
@@ -49,18 +56,28 @@ class EncoderModule(AutoTrackable):
                                     for v in encoder.trainable_variables]
         self.regularization_losses = []
 
-    @tf.function(autograph=False)  # as `serving.saved_model.serving_function`
-    def __call__(self, inputs, training=False):
+    skip_padding = True
+
+    padded_graphs = export.ServingModule.padded_graphs
+
+    def _outputs(self, inputs, training):
         out = self.encoder({"input_ids": inputs["input_word_ids"],
                             "input_mask": inputs["input_mask"],
-                            "segment_ids": inputs["input_type_ids"]}, training=training)
+                            "segment_ids": inputs["input_type_ids"]}, training=training,
+                           skip_padding=self.skip_padding)
         return {"pooled_output": out["pooled_output"],
                 "sequence_output": out["sequence_output"],
                 "encoder_outputs": list(out["encoder_outputs"]),
                 "default": out["pooled_output"]}
 
+    @tf.function(autograph=False)  # as `serving.saved_model.serving_function`
+    def __call__(self, inputs, training=False):
+        return self._outputs(inputs, training)
+
     def serve(self, input_word_ids, input_mask, input_type_ids):
-        out = self.__call__({"input_word_ids": input_word_ids, "input_mask": input_mask,
+        # Traced on its own (not through `__call__`'s traces), so that `padded_graphs`
+        # can trace it again for TF Lite.
+        out = self._outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
                              "input_type_ids": input_type_ids}, training=False)
         flat = {name: out[name] for name in ("pooled_output", "sequence_output", "default")}
         flat.update({f"encoder_outputs_{i}": t for i, t in enumerate(out["encoder_outputs"])})

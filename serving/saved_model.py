@@ -227,8 +227,8 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
     [batch, seq] shape: resize them to the request (`interpreter.resize_tensor_input`),
     or use the signature runner.
 
-    Given the `ServingModule` and the signature's `tf.function`, the signature is traced
-    again in `module.padded_graphs()` and converted from that (saved beside, in a
+    Given a module with `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) and
+    the signature's `tf.function`, the signature is traced again in `module.padded_graphs()` and converted from that (saved beside, in a
     temporary folder): the SavedModel's own graph skips the padding, which TF Lite's
     builtin ops cannot express.
 
@@ -236,7 +236,7 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""
     with contextlib.ExitStack() as stack:
         source = saved_model_dir
-        if isinstance(module, ServingModule) and function is not None:
+        if hasattr(module, "padded_graphs") and function is not None:
             source = stack.enter_context(tempfile.TemporaryDirectory(prefix="tflite_"))
             with module.padded_graphs():
                 padded = serving_function(function.python_function,
