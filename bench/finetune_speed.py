@@ -35,10 +35,7 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from typing import Optional
-
-import numpy as np
 
 from bench import harness
 from bench.sst2 import sst2_subset
@@ -185,46 +182,15 @@ def whole_process(name, settings, model_dir, data, out, seed):
 
 def hugging_face(settings, model_dir, train, dev, seed):
     """(training loop seconds, dev accuracy) of a plain PyTorch loop over Hugging Face's
-    model, with the same recipe (AdamW, linear warm-up and decay, clipping 1.0) and
-    batches padded to their longest."""
+    model, with the same recipe (`bench.hf_peers`)."""
     import torch
-    import transformers
+
+    from bench import hf_peers
     torch.manual_seed(seed)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
-    model = transformers.BertForSequenceClassification.from_pretrained(model_dir, num_labels=2)
-    encoded = [dict(tokenizer(text, truncation=True, max_length=settings.max_seq_length),
-                    labels=int(label)) for text, label in train]
-    loader = torch.utils.data.DataLoader(
-        encoded, batch_size=settings.batch_size, shuffle=True, drop_last=True,
-        collate_fn=transformers.DataCollatorWithPadding(tokenizer))
-    steps = len(loader)
-    no_decay = {n for n, _ in model.named_parameters()
-                if any(k in n for k in ("bias", "LayerNorm"))}
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
-          "weight_decay": 0.01},
-         {"params": [p for n, p in model.named_parameters() if n in no_decay],
-          "weight_decay": 0.0}], lr=settings.learning_rate, eps=1e-6)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * steps), steps)
-    model.train()
-    start = time.perf_counter()
-    for batch in loader:
-        model(**batch).loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-    elapsed = time.perf_counter() - start
-    model.eval()
-    correct = 0
-    with torch.inference_mode():
-        for i in range(0, len(dev), 64):
-            rows = dev[i:i + 64]
-            enc = tokenizer([r[0] for r in rows], padding=True, truncation=True,
-                            max_length=settings.max_seq_length, return_tensors="pt")
-            predicted = model(**enc).logits.argmax(-1).numpy()
-            correct += int((predicted == np.array([int(r[1]) for r in rows])).sum())
-    return elapsed, correct / len(dev)
+    seconds, scores = hf_peers.sequence_classification(
+        model_dir, train, dev, settings.max_seq_length, settings.batch_size,
+        settings.learning_rate)
+    return seconds, scores["accuracy"]
 
 
 if __name__ == "__main__":
