@@ -13,7 +13,7 @@ import pytest
 from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HELPERS = {"__init__", "harness", "sst2", "process_probe", "paper.__init__"}
+HELPERS = {"__init__", "harness", "hf_peers", "sst2", "process_probe", "paper.__init__"}
 # Each bench as its module name under bench/: "serving_speed", "paper.tables".
 MODULES = sorted(os.path.relpath(p, os.path.join(ROOT, "bench"))[:-3].replace(os.sep, ".")
                  for p in glob.glob(os.path.join(ROOT, "bench", "**", "*.py"), recursive=True))

@@ -285,3 +285,27 @@ def test_divergence_advice_fits_the_run():
                       "at 1e-5 to 1e-3), clip gradients (--clip_norm=1.0), train in "
                       "--dtype=float32 (this run computes in bfloat16) or check the input "
                       "data.")
+
+
+def test_input_pipelines_run_without_tf_datas_autotuning_thread(records, tmp_path,
+                                                                 monkeypatch):
+    """Training and evaluation iterate their datasets without tf.data's autotuning thread,
+    which an iterator's deletion waits for (up to a minute after a long run)."""
+    from training import loop
+    seen = []
+
+    def spy(dataset):
+        wrapped = without(dataset)
+        seen.append(wrapped.options().autotune.enabled)
+        return wrapped
+
+    without = loop.without_autotune_thread
+    monkeypatch.setattr(loop, "without_autotune_thread", spy)
+    model = _model()
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
+                      create_optimizer(model, 1e-3, 2, 0), str(tmp_path))
+    trainer.train(_train_fn(records), 2, save_checkpoints_steps=1000)
+    assert seen == [False]
+    loop.evaluate(tf.distribute.get_strategy(), model, PretrainingTask(),
+                  pretraining_dataset(records, 8, SEQ, PRED, is_training=False), max_steps=1)
+    assert seen == [False, False]

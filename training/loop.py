@@ -60,6 +60,19 @@ MAX_SECONDS_BETWEEN_LOGS = 60
 MIN_LOGS_PER_RUN = 4
 
 
+def without_autotune_thread(dataset):
+    """`dataset` without tf.data's autotuning thread. That thread (one per iterator) is
+    joined when the iterator is deleted, and it wakes on its own schedule, up to a minute
+    apart in a long run: deleting the training iterator once training ended kept
+    `run_ner.py` waiting 8-50 s in some runs (its stack: `RootDataset::Iterator`'s
+    destructor waiting on the thread). These pipelines read batches from memory or a
+    local file, far faster than a step consumes them: a parallel map without
+    autotuning runs on every core, and prefetching still sizes its own buffer."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def log_interval(log_steps, steps_in_run, seconds_per_step=None):
     """Steps between log lines: `log_steps`, shortened for a run too short to reach it
     `MIN_LOGS_PER_RUN` times (a 75-step run logs every 19 steps, not once at the end) and
@@ -269,7 +282,7 @@ class Trainer:
             # already trained on (each input pipeline feeds its local replicas one batch
             # each per step), so it sees exactly what an uninterrupted run would.
             local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
-            return dataset_fn(context, step * local_replicas)
+            return without_autotune_thread(dataset_fn(context, step * local_replicas))
 
         iterator = iter(self.strategy.distribute_datasets_from_function(pipeline))
         if step >= num_train_steps:
@@ -442,7 +455,7 @@ class Trainer:
 def evaluate(strategy, model, task, dataset, max_steps=None):
     """Runs `task.eval_sums` over `dataset` (finite; at most `max_steps` batches) and
     returns `task.eval_results` of the totals, plus "eval_steps"."""
-    dist = strategy.experimental_distribute_dataset(dataset)
+    dist = strategy.experimental_distribute_dataset(without_autotune_thread(dataset))
 
     # reduce_retracing: batches cut to their own longest sequence come in a few lengths;
     # one trace with a free length serves them all (a trace per length cost seconds).
@@ -496,7 +509,7 @@ def predict(model, dataset, outputs, keep=(), skip_padding=False):
             return {name: tf.cast(out[name], tf.float32) for name in outputs}
         steps[key] = step
     collected = {name: [] for name in tuple(outputs) + tuple(keep)}
-    for batch in dataset:
+    for batch in without_autotune_thread(dataset):
         got = steps[key]({name: batch[name] for name in INPUT_NAMES})
         for name in outputs:
             collected[name].append(got[name].numpy())
