@@ -508,6 +508,12 @@ def predict(model, dataset, outputs, keep=(), skip_padding=False):
                 else model(inputs, training=False)
             return {name: tf.cast(out[name], tf.float32) for name in outputs}
         steps[key] = step
+    # One trace for every batch of this dataset: traced first over its inputs with every
+    # dimension free (a call of another shape would trace once more before relaxing).
+    specs = dataset.element_spec
+    steps[key].get_concrete_function({
+        name: tf.TensorSpec([None] * specs[name].shape.rank, specs[name].dtype)
+        for name in INPUT_NAMES})
     collected = {name: [] for name in tuple(outputs) + tuple(keep)}
     for batch in without_autotune_thread(dataset):
         got = steps[key]({name: batch[name] for name in INPUT_NAMES})
