@@ -181,3 +181,18 @@ def test_tagging_batches_are_cut_and_the_weighted_token_loss_is_unchanged():
     assert cut["label_ids"].shape == cut["label_weights"].shape == (4, 16)
     np.testing.assert_array_equal(cut["label_ids"], full["label_ids"][:, :16])
     np.testing.assert_allclose(weighted_loss(cut), weighted_loss(full), rtol=1e-5)
+
+
+def test_prediction_over_batches_of_several_lengths_traces_once(tmp_path):
+    """Evaluation batches cut to their own longest come in several widths (32, 16, 32
+    here); one trace serves them all, and its logits are the model's on each batch."""
+    from training import loop
+    path = _feature_file(str(tmp_path / "dev.tf_record"), [3, 5, 20, 2, 7, 9, 30, 4, 6])
+    model = BertClassifier(BertConfig(**TINY_CONFIG), 2)
+    dataset = features.classifier_dataset(path, 3, MAX_LEN, False, is_training=False)
+    got = loop.predict(model, dataset, ["logits"], skip_padding=True)["logits"]
+    assert [f.experimental_get_tracing_count()
+            for f in loop._PREDICT_STEPS[model].values()] == [1]
+    want = np.concatenate([model({k: b[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                                 training=False)["logits"].numpy() for b in dataset])
+    np.testing.assert_allclose(got, want, atol=1e-5)
