@@ -12,7 +12,8 @@ out of the console; the script's lines, and every warning, stay. Everything goes
 run's log file, `<output_dir>/log.txt`, for scripts with an `--output_dir` (beside the
 folder, `<output_dir>.log`, for tools whose output folder holds data: extracted documents,
 a Hugging Face model folder). Setting
-`TF_CPP_MIN_LOG_LEVEL` turns the start-up capture off; `--alsologtostderr` (or a higher
+`TF_CPP_MIN_LOG_LEVEL=0` turns the start-up capture off (another level of the user's is
+kept, and the start-up still captured); `--alsologtostderr` (or a higher
 `--verbosity`) shows the libraries' INFO lines again.
 
 A known error (a bad input, config or flag, a file that cannot be read or written, a

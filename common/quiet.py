@@ -10,7 +10,8 @@ TensorFlow 2.21 writes its C++ start-up lines (oneDNN, CUDA drivers, CPU feature
 Abseil logging before that is initialised, so `TF_CPP_MIN_LOG_LEVEL` does not hide them.
 Importing TensorFlow with file descriptor 2 pointed at a buffer does; the lines are kept
 for the run's log file (`startup_output`). A user who set `TF_CPP_MIN_LOG_LEVEL` chose
-their own level: then nothing is captured.
+their own level, which is kept: at 0 (every line) nothing is captured; at 1 or more the
+import is captured too, since those start-up lines are written before the level is read.
 """
 
 import importlib.util
@@ -74,14 +75,16 @@ def import_tensorflow():
 
 def quiet_tensorflow_start():
     """Arranges for TensorFlow's start-up lines to stay off the console: unless it is
-    imported already or the user set TF_CPP_MIN_LOG_LEVEL (then nothing changes), its C++
-    log lines are turned off and its first import is captured."""
-    user_set = "TF_CPP_MIN_LOG_LEVEL" in os.environ and _OURS not in os.environ
-    if "tensorflow" in sys.modules or user_set or any(
-            isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+    imported already or the user asked for every line (TF_CPP_MIN_LOG_LEVEL=0), its
+    first import is captured, and unless the user chose a level, its C++ log lines are
+    turned off."""
+    user_level = None if _OURS in os.environ else os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    if "tensorflow" in sys.modules or (user_level is not None and user_level.strip() in (
+            "", "0")) or any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         return
-    # 3: also its C++ errors about absent GPUs ("failed call to cuInit") on CPU machines;
-    # a real failure surfaces as a Python exception anyway.
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    os.environ[_OURS] = "1"  # inherited by worker processes: still ours, not the user's
+    if user_level is None:
+        # 3: also its C++ errors about absent GPUs ("failed call to cuInit") on CPU
+        # machines; a real failure surfaces as a Python exception anyway.
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        os.environ[_OURS] = "1"  # inherited by worker processes: still ours
     sys.meta_path.insert(0, _QuietTensorFlowImport())
