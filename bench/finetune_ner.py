@@ -134,8 +134,7 @@ def hugging_face(settings, model_dir, data):
 
     def read(name):
         sentences = conll.read_conll(os.path.join(data, name))
-        return [conll.Sentence(s.words, conll.iob1_to_iob2(s.tags)) for s in sentences
-                if s.words[0] != "-DOCSTART-"]
+        return [conll.Sentence(s.words, conll.iob1_to_iob2(s.tags)) for s in sentences]
 
     return hf_peers.token_classification(
         model_dir, read("eng.train"), read("eng.testa"), settings.max_seq_length,

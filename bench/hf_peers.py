@@ -8,7 +8,7 @@ tokenizer's own collators). Each function returns (training loop seconds, the ta
 figures); scoring uses this project's metric code (conlleval, the official SQuAD v1.1
 script's), so both sides are scored alike.
 
-The benches run these in a process of their own (`--peer=hugging_face`) and time it from
+The benches run these in a process of their own (`--in_process=hugging_face`; finetune_speed's `--hf_seed`) and time it from
 launch to exit, beside `run_classifier.py` / `run_ner.py` / `run_squad.py`.
 """
 

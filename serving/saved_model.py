@@ -228,9 +228,10 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
     or use the signature runner.
 
     Given a module with `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) and
-    the signature's `tf.function`, the signature is traced again in `module.padded_graphs()` and converted from that (saved beside, in a
-    temporary folder): the SavedModel's own graph skips the padding, which TF Lite's
-    builtin ops cannot express.
+    the signature's `tf.function`, the signature is traced again in
+    `module.padded_graphs()` and converted from that (saved beside, in a temporary
+    folder): the SavedModel's own graph skips the padding, which TF Lite's builtin ops
+    cannot express.
 
     Only the ids signatures convert: the raw-text ones tokenize with regular expressions
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""

@@ -457,9 +457,7 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
     returns `task.eval_results` of the totals, plus "eval_steps"."""
     dist = strategy.experimental_distribute_dataset(without_autotune_thread(dataset))
 
-    # reduce_retracing: batches cut to their own longest sequence come in a few lengths;
-    # one trace with a free length serves them all (a trace per length cost seconds).
-    @tf.function(autograph=False, reduce_retracing=True)
+    @tf.function(autograph=False)
     def step(batch):
         sums = strategy.run(lambda b: task.eval_sums(model, b), args=(batch,))
         return {name: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
