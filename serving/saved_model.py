@@ -227,22 +227,21 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
     [batch, seq] shape: resize them to the request (`interpreter.resize_tensor_input`),
     or use the signature runner.
 
-    Given a module with `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) and
-    the signature's `tf.function`, the signature is traced again in
-    `module.padded_graphs()` and converted from that (saved beside, in a temporary
-    folder): the SavedModel's own graph skips the padding, which TF Lite's builtin ops
-    cannot express.
+    Given the module and the signature's `tf.function`, the converter reads a SavedModel
+    of that one function and the variables it reads (saved beside, in a temporary
+    folder), not the export: the converter loads its source twice per file, and the
+    export's other functions (the raw-text signature, the tokenizer's tables) made up
+    most of that time. A module with `padded_graphs` (a `ServingModule`, the TF Hub-style
+    encoder) has the signature traced again in `module.padded_graphs()`: the export's own
+    graph skips the padding, which TF Lite's builtin ops cannot express.
 
     Only the ids signatures convert: the raw-text ones tokenize with regular expressions
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""
     with contextlib.ExitStack() as stack:
         source = saved_model_dir
-        if hasattr(module, "padded_graphs") and function is not None:
+        if function is not None:
             source = stack.enter_context(tempfile.TemporaryDirectory(prefix="tflite_"))
-            with module.padded_graphs():
-                padded = serving_function(function.python_function,
-                                           function.input_signature).get_concrete_function()
-            tf.saved_model.save(module, source, signatures={signature: padded})
+            _save_signature_alone(module, function, signature, source)
 
         def convert(optimize):
             converter = tf.lite.TFLiteConverter.from_saved_model(
@@ -257,6 +256,21 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
             model = convert(optimize)  # first: a failed conversion leaves no empty file
             with open(os.path.join(saved_model_dir, name), "wb") as f:
                 f.write(model)
+
+
+def _save_signature_alone(module, function, signature, folder):
+    """Writes the SavedModel `folder` holding `function` (a `tf.function` with its input
+    signature) as `signature` and the variables it reads, nothing else of `module`;
+    traced with the padding computed if `module` has `padded_graphs`."""
+    if hasattr(module, "padded_graphs"):
+        with module.padded_graphs():
+            concrete = serving_function(function.python_function,
+                                        function.input_signature).get_concrete_function()
+    else:
+        concrete = function.get_concrete_function()
+    holder = tf.Module()
+    holder.variables_read = list(concrete.variables)
+    tf.saved_model.save(holder, folder, signatures={signature: concrete})
 
 
 def as_batch(text):
