@@ -4,6 +4,7 @@ recipe's pieces (held-out documents, the plan the budget buys)."""
 import json
 import os
 import random
+import re
 import shlex
 
 import pytest
@@ -170,6 +171,20 @@ def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
     assert from_text.shortfall(fast) is None
 
 
+def test_short_budgets_time_fewer_steps_and_small_texts_write_in_process(monkeypatch):
+    # A minute's budget would otherwise spend half of itself on the measurement.
+    assert from_text.calibration_steps(1) == 10 and from_text.calibration_steps(60) == 20
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    mb = 1 << 20
+    # 40 kB of text (the end-to-end test's corpus): no worker process to start.
+    assert from_text.record_workers(40_000, 1) == 1
+    assert from_text.record_workers(15 * mb, 1) == 1
+    # The recipe's 25 MB corpus masked 4 times: a worker per core.
+    assert from_text.record_workers(25 * mb, 4) == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert from_text.record_workers(25 * mb, 4) == 6
+
+
 def test_text_to_checkpoint_and_resume(tmp_path):
     corpus = _corpus(tmp_path / "corpus.txt")
     out = tmp_path / "bert"
@@ -186,6 +201,8 @@ def test_text_to_checkpoint_and_resume(tmp_path):
         assert (out / name).exists(), name
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["plan"]["num_train_steps"] >= 10
+    # Three seconds' budget: 10 steps timed, not 20.
+    assert re.search(r"calibration-\w+/ckpt-10\n", (out / "log.txt").read_text())
     # The steps were timed, and the run trained, in the precision of the plan (float32
     # here: CPUs without AVX512_BF16 or AMX have no bfloat16 instructions to run it on).
     assert recipe["plan"]["dtype"] == "float32"

@@ -58,7 +58,18 @@ HELDOUT_EVAL_BATCH = 64  # x run_pretraining's 100 evaluation batches
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
 # is a binary file or another encoding: refused (create_pretraining_data.py's default).
 MAX_INVALID_UTF8_SHARE = 0.5
-CALIBRATION_STEPS = 20  # timed to turn the budget into steps
+# Steps timed to turn the budget into steps (`calibration_steps`): 20 (about 25 s with
+# their tracing on 2 AVX2 cores) are about 1% of a half-hour budget; a shorter budget
+# times 10, whose second window of LOG_EVERY_CALIBRATION steps follows the one that traces.
+CALIBRATION_STEPS = 20
+SHORT_CALIBRATION_STEPS = 10
+SHORT_BUDGET_MINUTES = 30
+LOG_EVERY_CALIBRATION = 5
+# A records-writing worker process takes about 5 s to start (it imports TensorFlow), and
+# one writes about 2.6 MB of text a second (bench/RESULTS.md, "Data preparation": 37 MB
+# in 19 s on one AVX2 core, 16.5 s on two): a second worker pays for itself only on tens
+# of megabytes of text times the duplicates (`record_workers`).
+TEXT_BYTES_PER_WORKER = 16 << 20
 # The recipe's measured hour (bench/RESULTS.md, on an AVX-512 CPU): 9,500 steps, 35.8% of
 # held-out masked tokens predicted; its masked LM left the frequent-token plateau only
 # after about 4,000 steps. A slower CPU buys fewer steps in the same minutes; a plan
@@ -268,12 +279,20 @@ def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_facto
     params = InstanceParams(max_seq_length=RECIPE["max_seq_length"],
                             max_predictions_per_seq=RECIPE["max_predictions_per_seq"])
     jobs = fast_pretraining.split_jobs(
-        fast_pretraining.plan_pieces([text_file]), output_files, os.cpu_count() or 1,
+        fast_pretraining.plan_pieces([text_file]), output_files,
+        record_workers(os.path.getsize(text_file), dupe_factor),
         vocab_file=vocab_file, do_lower_case=do_lower_case, params=params,
         dupe_factor=dupe_factor, seed=seed)
     totals = fast_pretraining.run(jobs)
     logging.info("Wrote %d instances (%d tokens) from %s to %s.", totals["instances"],
                  totals["tokens"], text_file, os.path.dirname(output_files[0]))
+
+
+def record_workers(text_bytes, dupe_factor):
+    """Worker processes for writing the records of `text_bytes` of text masked
+    `dupe_factor` times: one per TEXT_BYTES_PER_WORKER, at most one per core; under that,
+    one, which runs in this process."""
+    return max(1, min(os.cpu_count() or 1, text_bytes * dupe_factor // TEXT_BYTES_PER_WORKER))
 
 
 def bert_config(output_dir, vocab_file):
@@ -359,15 +378,22 @@ def trainer_config(output_dir, steps, **overrides):
     return TrainerConfig(**settings)
 
 
-def calibrate(records, config_file, scratch_dir, runtime, objective=RECIPE["objective"]):
-    """Seconds per training step of the recipe on this machine: a short run of the real
-    training (input pipeline, model, optimizer) on `records`, timed after its first
-    steps (which trace)."""
+def calibration_steps(budget_minutes):
+    """Training steps `calibrate` times for a budget (see CALIBRATION_STEPS)."""
+    return (CALIBRATION_STEPS if budget_minutes >= SHORT_BUDGET_MINUTES
+            else SHORT_CALIBRATION_STEPS)
+
+
+def calibrate(records, config_file, scratch_dir, runtime, objective=RECIPE["objective"],
+              steps=CALIBRATION_STEPS):
+    """Seconds per training step of the recipe on this machine: a short run of `steps`
+    steps of the real training (input pipeline, model, optimizer) on `records`, timed
+    after its first LOG_EVERY_CALIBRATION steps (which trace)."""
     from training import runner
-    steps = CALIBRATION_STEPS
     task = pretraining_task(records, records, config_file, steps, 0, objective)
     timings = []
-    runner.run(task, trainer_config(scratch_dir, steps, log_steps=5, iterations_per_loop=5,
+    runner.run(task, trainer_config(scratch_dir, steps, log_steps=LOG_EVERY_CALIBRATION,
+                                    iterations_per_loop=LOG_EVERY_CALIBRATION,
                                     save_checkpoints_steps=steps),
                runtime, do_train=True,
                hooks=[lambda step, logs: timings.append(logs["sequences_per_second"])])
