@@ -133,18 +133,19 @@ def test_killed_or_preempted_run_resumes_to_the_same_final_weights(data, tmp_pat
     # With dropout, so that the random generators' state must be restored too.
     config = write_config(tmp_path / "dropout_config.json", hidden_dropout_prob=0.1,
                           attention_probs_dropout_prob=0.1)
-    flags = dict(num_train_steps=300, save_checkpoints_steps=10, steps_per_loop=50,
+    last = 150  # the signals come at step 20
+    flags = dict(num_train_steps=last, save_checkpoints_steps=10, steps_per_loop=50,
                  log_steps=0, bert_config_file=config)
     straight = tmp_path / "straight"
     _run(_command(data, straight, **flags))
-    a = _checkpoint_arrays(str(straight / "ckpt-300"))
+    a = _checkpoint_arrays(str(straight / f"ckpt-{last}"))
     assert len(a) > 30
     # Killed (-9): it resumes from its last checkpoint.
     killed = tmp_path / "killed"
     status, _ = _signalled(_command(data, killed, **flags), killed, signal.SIGKILL)
     assert status == -signal.SIGKILL
     stopped_at = tf.train.latest_checkpoint(str(killed))
-    assert stopped_at and int(stopped_at.rsplit("-", 1)[1]) < 300
+    assert stopped_at and int(stopped_at.rsplit("-", 1)[1]) < last
     # Preempted (SIGTERM, as a scheduler does): it saves the step it is at, says so in one
     # line and exits with 128 + 15; the rerun goes on from that step.
     preempted = tmp_path / "preempted"
@@ -152,14 +153,14 @@ def test_killed_or_preempted_run_resumes_to_the_same_final_weights(data, tmp_pat
                                 signal.SIGTERM)
     assert status == 143, stderr[-3000:]
     step = int(tf.train.latest_checkpoint(str(preempted)).rsplit("-", 1)[1])
-    assert 20 <= step < 300 and "Traceback" not in stderr
+    assert 20 <= step < last and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == (
         f"Stopped by SIGTERM at step {step}; saved {preempted}/ckpt-{step}. Rerun the same "
         f"command to resume from there.")
     for folder in (killed, preempted):
         _run(_command(data, folder, **flags))
-        assert tf.train.latest_checkpoint(str(folder)).endswith("ckpt-300")
-        b = _checkpoint_arrays(str(folder / "ckpt-300"))
+        assert tf.train.latest_checkpoint(str(folder)).endswith(f"ckpt-{last}")
+        b = _checkpoint_arrays(str(folder / f"ckpt-{last}"))
         assert a.keys() == b.keys()
         for name in a:
             np.testing.assert_array_equal(a[name], b[name], err_msg=f"{folder.name}: {name}")
@@ -196,8 +197,8 @@ def test_multi_worker_mirrored_on_loopback_stops_together_on_sigterm(data, tmp_p
     workers = [f"localhost:{port}" for port in _free_ports(2)]
     # --alsologtostderr: TensorFlow's INFO lines (the collective's group size) on the
     # console too, not only in log.txt.
-    argv = _command(data, out, num_train_steps=400, save_checkpoints_steps=20,
-                    steps_per_loop=400, log_steps=0, do_eval=True, max_eval_steps=3,
+    argv = _command(data, out, num_train_steps=200, save_checkpoints_steps=20,
+                    steps_per_loop=200, log_steps=0, do_eval=True, max_eval_steps=3,
                     distribution_strategy="multi_worker_mirrored", alsologtostderr=True)
 
     def start():
@@ -225,13 +226,13 @@ def test_multi_worker_mirrored_on_loopback_stops_together_on_sigterm(data, tmp_p
     assert [p.returncode for p in processes] == [143, 143], logs[0][-3000:] + logs[1][-3000:]
     assert "group_size = 2" in logs[0]
     step = int(tf.train.latest_checkpoint(str(out)).rsplit("-", 1)[1])
-    assert 20 <= step < 400 and f"Stopped by SIGTERM at step {step}" in logs[0]
+    assert 20 <= step < 200 and f"Stopped by SIGTERM at step {step}" in logs[0]
     assert f"Stopped by SIGTERM at step {step}" in logs[1]  # the same step on both
     processes = start()
     logs = [p.communicate(timeout=600)[1] for p in processes]
     for process, log in zip(processes, logs):
         assert process.returncode == 0, log[-4000:]
     assert f"Resuming from {out}/ckpt-{step}" in logs[0]
-    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-400")
+    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-200")
     assert (out / "export" / "bert_model.ckpt.index").exists()
     assert (out / "eval_results.txt").exists()
