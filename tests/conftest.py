@@ -29,21 +29,6 @@ atexit.register(shutil.rmtree, os.environ["TMPDIR"], True)
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-# The test files that take longest (seconds of one run, 2 AVX2 cores, one thread per
-# worker), handed to the workers first so that no long file starts last while the other
-# worker sits idle (`--dist loadfile` otherwise orders files by their number of tests).
-SLOWEST_FILES = {}
-
-
-def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order below
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """The slowest files first, each file's tests in their own order."""
-    items.sort(key=lambda item: -SLOWEST_FILES.get(item.path.name, 0))
-
 TINY_CONFIG = {
     "vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
     "intermediate_size": 24, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -117,16 +102,37 @@ SLOW_FILES = {
 }
 
 
+# The test files that take longest, with their seconds in one run of the suite (2 AVX2
+# cores, one thread per worker, 2026-11-29; 1,419 s over all files): handed to the two
+# workers first, so that no long file starts last while the other worker sits idle
+# (`--dist loadfile` otherwise orders the files by their number of tests). Stale figures
+# only cost time; every other file follows in its usual order.
+SLOWEST_FILES = {
+    "test_run_pretraining.py": 122, "test_faults.py": 118, "test_serving_tasks.py": 91,
+    "test_run_classifier.py": 76, "test_pretrain_from_text.py": 71,
+    "test_docs_examples.py": 70, "test_hub_and_tflite.py": 69, "test_serving_load.py": 61,
+    "test_paper_ablations.py": 59, "test_squad.py": 54, "test_pretraining.py": 53,
+    "test_graph_tokenizer.py": 50, "test_long_documents.py": 46,
+    "test_demo_and_vocabulary.py": 35, "test_training_parity.py": 31,
+    "test_classifier_data.py": 30, "test_create_pretraining_data.py": 29,
+    "test_serving_without_tensorflow.py": 29,
+}
+
+
 def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: the order set below
+        config.option.loadscopereorder = False
     here = os.path.dirname(os.path.abspath(__file__))
-    missing = [name for name in SLOW_FILES if not os.path.exists(os.path.join(here, name))]
+    missing = [name for name in SLOW_FILES | set(SLOWEST_FILES) if not os.path.exists(os.path.join(here, name))]
     if missing:  # a renamed file would silently join the unit tier
-        raise pytest.UsageError(f"tests/conftest.py SLOW_FILES: no such file {missing}")
+        raise pytest.UsageError(f"tests/conftest.py SLOW_FILES, SLOWEST_FILES: no such "
+                                f"file {missing}")
     config.addinivalue_line("markers", "slow: an end-to-end test (deselect with "
                             "-m 'not slow' for the unit tier)")
 
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: -SLOWEST_FILES.get(item.path.name, 0))  # stable: per file
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
