@@ -8,7 +8,7 @@ import tensorflow as tf
 from conftest import TINY_CONFIG
 
 from modeling import BertClassifier, BertConfig
-from modeling.padding import trim_padding
+from modeling.padding import PAD_MULTIPLE, trim_padding
 from tasks.classification import features
 
 MAX_LEN = 32
@@ -101,8 +101,18 @@ def test_length_grouped_batches_hold_the_same_examples_with_less_padding(tmp_pat
         for row, index in enumerate(b["example_index"].numpy()):
             assert int(tf.reduce_sum(b["input_mask"][row])) == lengths[index]
             assert int(b["label_ids"][row]) == index % 2
+    # Grouped: the window's examples sorted by length and cut into batches (each batch a
+    # run of the sorted lengths), each batch as wide as its longest example rounded up to
+    # PAD_MULTIPLE. (How much padding that saves depends on the shuffle, so on the global
+    # seed other tests may have set: 0.77-0.81 of the plain batches' for seeds 0-7.)
+    runs = sorted(sorted(lengths[i] for i in b["example_index"].numpy()) for b in grouped)
+    assert [length for run in runs for length in run] == sorted(
+        lengths[i] for b in grouped for i in b["example_index"].numpy())
+    assert [b["input_mask"].shape[1] for b in grouped] == [
+        min(MAX_LEN, -(-max(lengths[i] for i in b["example_index"].numpy()) // PAD_MULTIPLE)
+            * PAD_MULTIPLE) for b in grouped]
     padded = lambda batches: sum(int(tf.size(b["input_mask"])) for b in batches)  # noqa
-    assert padded(grouped) < 0.8 * padded(plain)
+    assert padded(grouped) < padded(plain)
     # Deterministic (a resumed run skips exactly the batches already trained on).
     again = first_window(True)
     for a, b in zip(grouped, again):
