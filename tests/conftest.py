@@ -123,7 +123,8 @@ def pytest_configure(config):
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: the order set below
         config.option.loadscopereorder = False
     here = os.path.dirname(os.path.abspath(__file__))
-    missing = [name for name in SLOW_FILES | set(SLOWEST_FILES) if not os.path.exists(os.path.join(here, name))]
+    missing = [name for name in SLOW_FILES | set(SLOWEST_FILES)
+               if not os.path.exists(os.path.join(here, name))]
     if missing:  # a renamed file would silently join the unit tier
         raise pytest.UsageError(f"tests/conftest.py SLOW_FILES, SLOWEST_FILES: no such "
                                 f"file {missing}")

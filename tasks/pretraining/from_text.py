@@ -58,9 +58,10 @@ HELDOUT_EVAL_BATCH = 64  # x run_pretraining's 100 evaluation batches
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
 # is a binary file or another encoding: refused (create_pretraining_data.py's default).
 MAX_INVALID_UTF8_SHARE = 0.5
-# Steps timed to turn the budget into steps (`calibration_steps`): 20 (about 25 s with
-# their tracing on 2 AVX2 cores) are about 1% of a half-hour budget; a shorter budget
-# times 10, whose second window of LOG_EVERY_CALIBRATION steps follows the one that traces.
+# Steps timed to turn the budget into steps (`calibration_steps`): 20 (30 s with their
+# tracing on 2 AVX2 cores, against 18 s for 10) are under 2% of a half-hour budget; a
+# shorter budget times 10. The rate is the median of the logged windows after the first
+# (which traces).
 CALIBRATION_STEPS = 20
 SHORT_CALIBRATION_STEPS = 10
 SHORT_BUDGET_MINUTES = 30
