@@ -288,11 +288,13 @@ def test_divergence_advice_fits_the_run():
 
 
 def test_input_pipelines_run_without_tf_datas_autotuning_thread(records, tmp_path,
-                                                                 monkeypatch):
-    """Training and evaluation iterate their datasets without tf.data's autotuning thread,
-    which an iterator's deletion waits for (up to a minute after a long run)."""
+                                                                monkeypatch):
+    """Training and evaluation on one device iterate their own datasets, without tf.data's
+    autotuning thread, which an iterator's deletion waits for (up to a minute after a long
+    run): not through the strategy's multi-device iterator, whose per-device datasets
+    carry tf.data's default options and start that thread whatever ours say."""
     from training import loop
-    seen = []
+    seen, distributed = [], []
 
     def spy(dataset):
         wrapped = without(dataset)
@@ -301,11 +303,36 @@ def test_input_pipelines_run_without_tf_datas_autotuning_thread(records, tmp_pat
 
     without = loop.without_autotune_thread
     monkeypatch.setattr(loop, "without_autotune_thread", spy)
-    model = _model()
-    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(),
-                      create_optimizer(model, 1e-3, 2, 0), str(tmp_path))
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")  # what one CPU or GPU runs
+    for method in ("distribute_datasets_from_function", "experimental_distribute_dataset"):
+        monkeypatch.setattr(strategy, method,
+                            lambda *args, name=method, **kwargs: distributed.append(name))
+    with strategy.scope():
+        model = _model()
+        optimizer = create_optimizer(model, 1e-3, 2, 0)
+    trainer = Trainer(strategy, model, PretrainingTask(), optimizer, str(tmp_path))
     trainer.train(_train_fn(records), 2, save_checkpoints_steps=1000)
     assert seen == [False]
-    loop.evaluate(tf.distribute.get_strategy(), model, PretrainingTask(),
+    loop.evaluate(strategy, model, PretrainingTask(),
                   pretraining_dataset(records, 8, SEQ, PRED, is_training=False), max_steps=1)
     assert seen == [False, False]
+    assert distributed == []
+
+
+def test_one_replica_reads_the_batches_the_strategy_would_give_it():
+    """The one-replica input iterator yields what the strategy's own distribution yields
+    for that replica, and the dataset function sees one input pipeline."""
+    from training.loop import input_iterator
+    contexts = []
+
+    def dataset_fn(context):
+        contexts.append((context.num_input_pipelines, context.input_pipeline_id,
+                         context.num_replicas_in_sync))
+        return tf.data.Dataset.range(10).batch(3)
+
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    ours = [batch.numpy().tolist() for batch in input_iterator(strategy, dataset_fn)]
+    theirs = [strategy.experimental_local_results(batch)[0].numpy().tolist()
+              for batch in strategy.distribute_datasets_from_function(dataset_fn)]
+    assert ours == theirs == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert contexts == [(1, 0, 1), (1, 0, 1)]

@@ -73,6 +73,31 @@ def without_autotune_thread(dataset):
     return dataset.with_options(options)
 
 
+def single_replica(strategy):
+    """True when `strategy` trains one replica in one process (one CPU or one GPU)."""
+    return (strategy.num_replicas_in_sync == 1
+            and getattr(strategy.extended, "_num_workers", 1) <= 1)
+
+
+def input_iterator(strategy, dataset_fn):
+    """An iterator over `dataset_fn(input_context)`'s batches for `strategy.run`.
+
+    For one replica it is the dataset's own iterator. `distribute_datasets_from_function`
+    would feed it through a multi-device iterator whose per-device datasets carry
+    tf.data's default options: each starts an autotuning thread, which ignores the
+    cancellation its iterator sends when deleted and is joined when it next wakes (its
+    period doubles to a minute): deleting the training or evaluation iterator then kept
+    the process idle for up to that long (8.6 s after a 10-step `run_pretraining.py`,
+    on about every other run). Several replicas or workers still use the strategy's
+    distribution."""
+    if single_replica(strategy):
+        context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                                             num_replicas_in_sync=1)
+        return iter(without_autotune_thread(dataset_fn(context)))
+    return iter(strategy.distribute_datasets_from_function(
+        lambda context: without_autotune_thread(dataset_fn(context))))
+
+
 def log_interval(log_steps, steps_in_run, seconds_per_step=None):
     """Steps between log lines: `log_steps`, shortened for a run too short to reach it
     `MIN_LOGS_PER_RUN` times (a 75-step run logs every 19 steps, not once at the end) and
@@ -282,9 +307,9 @@ class Trainer:
             # already trained on (each input pipeline feeds its local replicas one batch
             # each per step), so it sees exactly what an uninterrupted run would.
             local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
-            return without_autotune_thread(dataset_fn(context, step * local_replicas))
+            return dataset_fn(context, step * local_replicas)
 
-        iterator = iter(self.strategy.distribute_datasets_from_function(pipeline))
+        iterator = input_iterator(self.strategy, pipeline)
         if step >= num_train_steps:
             logging.info("Step %d of %d: training already finished.", step, num_train_steps)
             return {}
@@ -455,7 +480,8 @@ class Trainer:
 def evaluate(strategy, model, task, dataset, max_steps=None):
     """Runs `task.eval_sums` over `dataset` (finite; at most `max_steps` batches) and
     returns `task.eval_results` of the totals, plus "eval_steps"."""
-    dist = strategy.experimental_distribute_dataset(without_autotune_thread(dataset))
+    dist = (without_autotune_thread(dataset) if single_replica(strategy) else
+            strategy.experimental_distribute_dataset(without_autotune_thread(dataset)))
 
     @tf.function(autograph=False)
     def step(batch):
