@@ -27,10 +27,29 @@ def pair_lengths(len_a, len_b, budget):
     return new_a, new_b
 
 
+def row_positions(row_lengths):
+    """Each value's position within its row, flat: [0, 1, .., n0 - 1, 0, 1, ..]."""
+    return tf.ragged.range(row_lengths).flat_values
+
+
+def per_value(row_values, row_lengths):
+    """`row_values[i]` repeated for each of row i's values, flat."""
+    return tf.repeat(row_values, row_lengths)
+
+
 def keep_first(ragged, lengths):
-    """The first `lengths[i]` values of each row i of `ragged`."""
-    positions = tf.ragged.range(ragged.row_lengths())
-    return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
+    """The first `lengths[i]` values of each row i of `ragged` (one ragged dimension).
+
+    Computed on the flat values: comparing a ragged tensor with a column broadcasts
+    through ragged ops whose tracing cost about a second per exported signature."""
+    if ragged.ragged_rank != 1:
+        raise ValueError(f"keep_first takes one ragged dimension, got {ragged.ragged_rank}.")
+    row_lengths = ragged.row_lengths()
+    lengths = tf.cast(lengths, row_lengths.dtype)
+    keep = row_positions(row_lengths) < per_value(lengths, row_lengths)
+    return tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(ragged.flat_values, keep),
+        tf.clip_by_value(lengths, tf.zeros_like(lengths), row_lengths), validate=False)
 
 
 def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
@@ -72,8 +91,9 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
         tf.fill([tf.reduce_sum(b_rows)], tf.constant(sep_id, tf.int64)), b_rows)
     ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)
     first = keep_a + 2
-    segments = tf.cast(tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(first, 1),
-                       tf.int64)
+    row_lengths = ids.row_lengths()
+    segments = ids.with_flat_values(tf.cast(
+        row_positions(row_lengths) >= per_value(first, row_lengths), tf.int64))
     shape = [None, max_seq_length] if static else tf.stack(
         [tf.constant(-1, tf.int64), max_seq_length])
     input_ids = ids.to_tensor(0, shape=shape)
@@ -115,12 +135,14 @@ def pack_document_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id,
     if long_document == "head_tail":
         head = tf.where(budget > 1, tf.maximum(1, budget * 128 // 510), budget)
         tail = budget - head
-        position = tf.ragged.range(len_a)
-        long = tf.expand_dims(len_a > budget, 1)
-        keep = ~long | (position < tf.expand_dims(head, 1)) | (
-            position >= tf.expand_dims(len_a - tail, 1))
-        return pack_ids(tf.ragged.boolean_mask(ids_a, keep), ids_b, max_seq_length,
-                        cls_id, sep_id), rows
+        position = row_positions(len_a)
+        keep = ~per_value(len_a > budget, len_a) | (position < per_value(head, len_a)) | (
+            position >= per_value(len_a - tail, len_a))
+        kept = tf.RaggedTensor.from_row_lengths(
+            tf.boolean_mask(ids_a.flat_values, keep),
+            tf.math.unsorted_segment_sum(tf.cast(keep, tf.int64), per_value(rows, len_a),
+                                         batch), validate=False)
+        return pack_ids(kept, ids_b, max_seq_length, cls_id, sep_id), rows
     if long_document != "windows":
         raise ValueError(f"long_document={long_document!r} is not one of truncate, "
                          f"head_tail, windows.")
