@@ -177,7 +177,7 @@ def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize
         tf.saved_model.save(module, tmp, signatures=signatures)
         if tflite:
             try:
-                write_tflite(tmp, tflite, tflite_quantize, module, signatures[tflite])
+                write_tflite(tmp, tflite, module, signatures[tflite], tflite_quantize)
             except _CONVERTER_ERRORS as exc:
                 if tflite_when:
                     raise
@@ -219,7 +219,7 @@ except ImportError:  # another TensorFlow layout
 
 
 
-def write_tflite(saved_model_dir, signature, quantize=False, module=None, function=None):
+def write_tflite(saved_model_dir, signature, module, function, quantize=False):
     """Converts one signature of a SavedModel to TF Lite with builtin ops only (no Select
     TF ops, no custom ops): `model.tflite`, float32; with `quantize`, also
     `model_int8.tflite`, dynamic-range quantized (int8 weights, float activations: about a
@@ -227,21 +227,17 @@ def write_tflite(saved_model_dir, signature, quantize=False, module=None, functi
     [batch, seq] shape: resize them to the request (`interpreter.resize_tensor_input`),
     or use the signature runner.
 
-    Given the module and the signature's `tf.function`, the converter reads a SavedModel
-    of that one function and the variables it reads (saved beside, in a temporary
-    folder), not the export: the converter loads its source twice per file, and the
-    export's other functions (the raw-text signature, the tokenizer's tables) made up
-    most of that time. A module with `padded_graphs` (a `ServingModule`, the TF Hub-style
+    The converter reads a SavedModel of `function` (the signature's `tf.function` on
+    `module`) and the variables it reads, saved in a temporary folder, not the export:
+    the converter loads its source twice per file, and the export's other functions (the
+    raw-text signature, the tokenizer's tables) made up most of that time. A module with `padded_graphs` (a `ServingModule`, the TF Hub-style
     encoder) has the signature traced again in `module.padded_graphs()`: the export's own
     graph skips the padding, which TF Lite's builtin ops cannot express.
 
     Only the ids signatures convert: the raw-text ones tokenize with regular expressions
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""
-    with contextlib.ExitStack() as stack:
-        source = saved_model_dir
-        if function is not None:
-            source = stack.enter_context(tempfile.TemporaryDirectory(prefix="tflite_"))
-            _save_signature_alone(module, function, signature, source)
+    with tempfile.TemporaryDirectory(prefix="tflite_") as source:
+        _save_signature_alone(module, function, signature, source)
 
         def convert(optimize):
             converter = tf.lite.TFLiteConverter.from_saved_model(
