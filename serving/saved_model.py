@@ -230,9 +230,10 @@ def write_tflite(saved_model_dir, signature, module, function, quantize=False):
     The converter reads a SavedModel of `function` (the signature's `tf.function` on
     `module`) and the variables it reads, saved in a temporary folder, not the export:
     the converter loads its source twice per file, and the export's other functions (the
-    raw-text signature, the tokenizer's tables) made up most of that time. A module with `padded_graphs` (a `ServingModule`, the TF Hub-style
-    encoder) has the signature traced again in `module.padded_graphs()`: the export's own
-    graph skips the padding, which TF Lite's builtin ops cannot express.
+    raw-text signature, the tokenizer's tables) made up most of that time. A module with
+    `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) has the signature traced
+    again in `module.padded_graphs()`: the export's own graph skips the padding, which TF
+    Lite's builtin ops cannot express.
 
     Only the ids signatures convert: the raw-text ones tokenize with regular expressions
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""

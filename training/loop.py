@@ -480,8 +480,9 @@ class Trainer:
 def evaluate(strategy, model, task, dataset, max_steps=None):
     """Runs `task.eval_sums` over `dataset` (finite; at most `max_steps` batches) and
     returns `task.eval_results` of the totals, plus "eval_steps"."""
-    dist = (without_autotune_thread(dataset) if single_replica(strategy) else
-            strategy.experimental_distribute_dataset(without_autotune_thread(dataset)))
+    dataset = without_autotune_thread(dataset)
+    dist = (dataset if single_replica(strategy) else  # as `input_iterator`
+            strategy.experimental_distribute_dataset(dataset))
 
     @tf.function(autograph=False)
     def step(batch):
