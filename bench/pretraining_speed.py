@@ -1,7 +1,9 @@
 """Benchmark: pre-training steps per second, this project vs KerasHub vs Hugging Face.
 
 Times training steps (masked LM + next sentence, forward + backward + optimizer update)
-on the same synthetic batch, side by side in one process, in alternating rounds:
+on the same batch, side by side in one process, in alternating rounds: a synthetic batch of
+full-length sequences, or with `--input_file` a batch of real pre-training records (the
+sequences as long as the text made them; ours computes their real tokens only):
 
   ours       modeling.BertPretrainer + training.loop.Trainer (the original's optimizer,
              global-norm clipping, steps_per_loop on device), with and without XLA
@@ -14,6 +16,7 @@ Prints a Markdown table of sequences/s, ratios to ours and MFU.
 
     pip install -r bench/requirements.txt   # KerasHub; requirements-test.txt: torch
     python -m bench.pretraining_speed [--configs=small,base] [--rounds=2]
+        [--input_file=records/train-00.tfrecord]   # e.g. pretrain_from_text.py's
 """
 
 import dataclasses
@@ -51,6 +54,21 @@ def synthetic_batch(batch, seed=0):
             "masked_lm_ids": np.take_along_axis(ids, positions, 1),
             "masked_lm_weights": np.ones((batch, PRED), np.float32),
             "next_sentence_labels": rng.integers(0, 2, size=(batch, 1)).astype(np.int32)}
+
+
+def records_batch(files, batch, seed=0, candidates=21):
+    """A batch of `batch` pre-training records from `files` (length SEQ, PRED masked
+    positions) as training draws them (seeded): of the first `candidates` batches, the one
+    with the median share of real tokens, so that one batch stands for the file. The
+    next-sentence labels as synthetic_batch's: [batch, 1]."""
+    from tasks.pretraining.input import pretraining_dataset
+    data = pretraining_dataset(files.split(","), batch, SEQ, PRED, is_training=True,
+                               seed=seed).take(candidates)
+    batches = sorted(({name: value.numpy() for name, value in b.items()} for b in data),
+                     key=lambda b: b["input_mask"].mean())
+    got = batches[len(batches) // 2]
+    got["next_sentence_labels"] = got["next_sentence_labels"].reshape(batch, 1)
+    return got
 
 
 def train_flops_per_sequence(layers, hidden, intermediate):
@@ -178,6 +196,9 @@ class Settings(harness.Rounds, harness.OneDNN):
     rounds: int = 4
     peers: str = setting('ours,ours_xla,keras_hub,hf', help="Comma-separated implementations "
                          "to time (the default lists them all).")
+    input_file: str = setting('', help="Comma-separated pre-training TFRecords (length 128, "
+                              "20 predictions) to take the batch from instead of the "
+                              "synthetic full-length one.")
 
 
 def main(settings):
@@ -188,7 +209,10 @@ def main(settings):
     for name in settings.configs.split(","):
         layers, hidden, heads, inter, batch_size, steps = CONFIGS[name]
         cfg = (layers, hidden, heads, inter)
-        batch = synthetic_batch(batch_size)
+        batch = (records_batch(settings.input_file, batch_size) if settings.input_file
+                 else synthetic_batch(batch_size))
+        print(f"{name}: {batch['input_mask'].mean():.1%} of the batch's positions are real "
+              f"tokens")
         makers = {"ours": lambda: Ours(cfg, batch, jit=False),
                   "ours_xla": lambda: Ours(cfg, batch, jit=True),
                   "keras_hub": lambda: KerasHub(cfg, batch),

@@ -137,3 +137,65 @@ def test_the_tasks_whose_answers_read_no_padding_skip_it_and_squad_does_not():
         batch, training=True, skip_padding=True)["sequence_output"].numpy()
     mask = batch["input_mask"].astype(bool)
     assert not sequence[~mask].any() and np.abs(sequence[mask]).min(axis=-1).max() > 0
+
+
+def _pretraining_batch(padding_ids):
+    """A pre-training batch (LENGTHS' rows, 2 masked positions each, the last slot of the
+    shortest row a padding slot of weight 0 pointing at position 0) whose padded positions
+    hold `padding_ids`' ids."""
+    batch = _batch(padding_ids)
+    rng = np.random.default_rng(3)
+    positions = np.stack([np.sort(rng.choice(np.arange(1, n), 2, replace=False))
+                          for n in LENGTHS]).astype("int32")
+    weights = np.ones(positions.shape, "float32")
+    positions[0, -1], weights[0, -1] = 0, 0.0
+    batch.update(masked_lm_positions=positions, masked_lm_weights=weights,
+                 masked_lm_ids=np.take_along_axis(batch["input_ids"], positions, 1),
+                 next_sentence_labels=(np.arange(len(LENGTHS)) % 2)[:, None].astype("int32"))
+    return batch
+
+
+@pytest.mark.parametrize("objective", ["mlm_nsp", "ltr"])
+def test_pretraining_skips_the_padding_with_the_padded_computations_loss(objective):
+    """Pre-training's losses read the masked positions, [CLS] and (left to right) the next
+    real tokens only: its task skips the padding, with the padded computation's loss and
+    gradients (dropout off) and, dropout on, a loss the padded positions' ids do not move."""
+    from tasks.pretraining.task import PretrainingTask, pretraining_model
+    task = PretrainingTask()
+    task.objective = objective
+    assert task.skip_padding and task.padding_skipped()
+    tf.keras.utils.set_random_seed(1)
+    model = pretraining_model(CONFIG, objective)
+    zeros = np.zeros((len(LENGTHS), WIDTH), "int32")
+    garbage = np.random.default_rng(5).integers(5, 60, (len(LENGTHS), WIDTH))
+    batch, other = _pretraining_batch(zeros), _pretraining_batch(garbage)
+    normalizers = {name: float(value) for name, value in task.normalizers(batch).items()}
+
+    def loss(inputs, training, skip):
+        task.skip_padding = skip
+        return task.loss(model, inputs, normalizers, training)[0]
+
+    results = {}
+    for skip in (False, True):
+        with tf.GradientTape() as tape:
+            value = loss(batch, False, skip)
+        results[skip] = (value, tape.gradient(value, model.trainable_variables))
+    np.testing.assert_allclose(results[True][0], results[False][0], rtol=1e-5, atol=1e-6)
+    for padded, skipped, variable in zip(results[False][1], results[True][1],
+                                         model.trainable_variables):
+        if padded is None:  # the pooler, without the next-sentence head
+            assert skipped is None, variable.path
+            continue
+        np.testing.assert_allclose(tf.convert_to_tensor(skipped),
+                                   tf.convert_to_tensor(padded), rtol=1e-4, atol=1e-6,
+                                   err_msg=variable.path)
+    loss(batch, True, True)  # builds every seed generator
+    seeds = [v for v in model.non_trainable_variables if "seed_generator_state" in v.path]
+    state = [v.numpy() for v in seeds]
+    losses = []
+    for inputs in (batch, other):
+        for variable, value in zip(seeds, state):
+            variable.assign(value)
+        losses.append(float(loss(inputs, True, True)))
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6, abs=1e-7)
+    assert losses[0] != pytest.approx(float(results[True][0]), rel=1e-4)

@@ -98,6 +98,9 @@ class PretrainingTask(Task):
     name = "pretraining"
     evaluate_on_every_worker = True  # a distributed evaluation: every worker takes part
     export_takes_text = False  # a Google-format checkpoint
+    # Every loss reads real positions only (the masked positions, [CLS], a left-to-right
+    # LM's next real tokens): the encoder computes the real tokens alone.
+    skip_padding = True
 
     def __init__(self, config=None):
         super().__init__(config)
@@ -198,7 +201,7 @@ class PretrainingTask(Task):
 
     def _lm_xent(self, model, batch, training):
         inputs, labels, weights = self._lm_view(batch)
-        outputs = model(inputs, training=training)
+        outputs = model(inputs, training=training, skip_padding=self.padding_skipped())
         logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         return outputs, xent, logits, labels, weights
