@@ -6,7 +6,9 @@ full-length sequences, or with `--input_file` a batch of real pre-training recor
 sequences as long as the text made them; ours computes their real tokens only):
 
   ours       modeling.BertPretrainer + training.loop.Trainer (the original's optimizer,
-             global-norm clipping, steps_per_loop on device), with and without XLA
+             global-norm clipping, steps_per_loop on device, the real tokens only), with
+             and without XLA (which computes every position), and computing every
+             position without XLA (ours_padded)
   keras_hub  keras_hub.models.BertBackbone + keras_hub.layers.MaskedLMHead (tied) + a
              2-way NSP dense, Keras AdamW, a tf.function train step
   hf         transformers.BertForPreTraining (PyTorch, CPU), torch.optim.AdamW
@@ -81,7 +83,7 @@ def train_flops_per_sequence(layers, hidden, intermediate):
 
 
 class Ours:
-    def __init__(self, cfg, batch, jit):
+    def __init__(self, cfg, batch, jit, skip_padding=True):
         import tensorflow as tf
 
         from modeling import BertConfig, BertPretrainer
@@ -93,7 +95,9 @@ class Ours:
                             num_attention_heads=heads, intermediate_size=inter)
         strategy = tf.distribute.get_strategy()
         model = BertPretrainer(config)
-        self.trainer = Trainer(strategy, model, PretrainingTask(),
+        task = PretrainingTask()
+        task.skip_padding = skip_padding
+        self.trainer = Trainer(strategy, model, task,
                                create_optimizer(model, 1e-4, 10000, 100), "/tmp/unused",
                                jit_compile=jit)
         data = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()})
@@ -194,7 +198,7 @@ class Settings(harness.Rounds, harness.OneDNN):
     configs: str = setting('small,base', help="Comma-separated model configs to time: small, "
                            "base.")
     rounds: int = 4
-    peers: str = setting('ours,ours_xla,keras_hub,hf', help="Comma-separated implementations "
+    peers: str = setting('ours,ours_padded,ours_xla,keras_hub,hf', help="Comma-separated implementations "
                          "to time (the default lists them all).")
     input_file: str = setting('', help="Comma-separated pre-training TFRecords (length 128, "
                               "20 predictions) to take the batch from instead of the "
@@ -215,6 +219,7 @@ def main(settings):
               f"tokens")
         makers = {"ours": lambda: Ours(cfg, batch, jit=False),
                   "ours_xla": lambda: Ours(cfg, batch, jit=True),
+                  "ours_padded": lambda: Ours(cfg, batch, jit=False, skip_padding=False),
                   "keras_hub": lambda: KerasHub(cfg, batch),
                   "hf": lambda: HuggingFace(cfg, batch)}
         runners = {peer: makers[peer]() for peer in settings.peers.split(",")}

@@ -74,6 +74,29 @@ KNOWN_UNICODE_16_DIFFERENCES = {
 }
 
 
+# Unassigned (Cn) and private-use (Co) code points from plane 4 on (no CJK range of the
+# original's reaches there): Python's tokenizer keeps each as it is (not whitespace,
+# control, punctuation or CJK; no case, no decomposition), which a sample confirms below.
+# For them the truth is the text itself; the rest (a third) is asked of the tokenizer.
+PASS_THROUGH_FROM = 0x40000
+
+
+def _python_truth(python_tok, code_points, texts, do_lower_case):
+    """Python tokenizer's words for each text (bytes), the pass-through rule standing in
+    for it where it holds, checked against it on every 997th such code point."""
+    import unicodedata
+    truth = []
+    for cp, text in zip(code_points, texts):
+        if cp >= PASS_THROUGH_FROM and unicodedata.category(chr(cp)) in ("Cn", "Co"):
+            words = [text.lower() if do_lower_case else text]
+            if cp % 997 == 0:
+                assert python_tok.tokenize(text) == words, hex(cp)
+        else:
+            words = python_tok.tokenize(text)
+        truth.append([w.encode() for w in words])
+    return truth
+
+
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_every_code_point_is_normalised_alike(tmp_path, do_lower_case):
     import sys
@@ -91,9 +114,8 @@ def test_every_code_point_is_normalised_alike(tmp_path, do_lower_case):
         # Each character between letters, so that joining, splitting and casing show.
         texts = ["Xa" + chr(cp) + "b" for cp in chunk]
         got = graph_tok.basic_tokenize(tf.constant([t.encode() for t in texts])).to_list()
-        for cp, text, words in zip(chunk, texts, got):
-            if [w.decode("utf-8") for w in words] != python_tok.tokenize(text):
-                differing.add(cp)
+        want = _python_truth(python_tok, chunk, texts, do_lower_case)
+        differing.update(cp for cp, g, w in zip(chunk, got, want) if g != w)
     if unicodedata.unidata_version == "14.0.0":
         expected = KNOWN_UNICODE_16_DIFFERENCES if do_lower_case else set()
         assert differing == expected, sorted(hex(cp) for cp in differing ^ expected)
