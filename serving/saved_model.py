@@ -291,7 +291,8 @@ def split_words(tokenizer, text, unk_id=None):
         return words, begin, end, pieces
     empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
     unk = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, tf.int64)), empty)
+        tf.fill([tf.reduce_sum(empty)], tf.constant(unk_id, tf.int64)), empty,
+        validate=False)
     return words, begin, end, tf.concat([pieces, unk], axis=1)
 
 

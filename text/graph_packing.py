@@ -72,7 +72,7 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
         max_seq_length = tf.cast(max_seq_length, tf.int64)
     if ids_b is None:
         ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64),
-                                                 tf.zeros_like(len_a))
+                                                 tf.zeros_like(len_a), validate=False)
     ids_b = tf.cast(ids_b, tf.int64)
     len_b = ids_b.row_lengths()
     has_b = len_b > 0
@@ -83,12 +83,13 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     ids_b = keep_first(ids_b, keep_b)
     batch = tf.shape(len_a, out_type=tf.int64)[0]
     cls = tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(cls_id, tf.int64)),
-                                           tf.ones([batch], tf.int64))
+                                           tf.ones([batch], tf.int64), validate=False)
     sep = tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(sep_id, tf.int64)),
-                                           tf.ones([batch], tf.int64))
+                                           tf.ones([batch], tf.int64), validate=False)
     b_rows = tf.cast(has_b, tf.int64)
     sep_b = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(b_rows)], tf.constant(sep_id, tf.int64)), b_rows)
+        tf.fill([tf.reduce_sum(b_rows)], tf.constant(sep_id, tf.int64)), b_rows,
+        validate=False)
     ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)
     first = keep_a + 2
     row_lengths = ids.row_lengths()
@@ -124,8 +125,8 @@ def pack_document_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id,
     if long_document == "truncate":
         return pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id), rows
     if ids_b is None:
-        ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64),
-                                                 tf.zeros_like(ids_a.row_lengths()))
+        ids_b = tf.RaggedTensor.from_row_lengths(
+            tf.zeros([0], tf.int64), tf.zeros_like(ids_a.row_lengths()), validate=False)
     ids_b = tf.cast(ids_b, tf.int64)
     len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
     room = max_seq_length - 3

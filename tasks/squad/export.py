@@ -47,8 +47,8 @@ class SquadModule(export.ServingModule):
         query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
         words, begin, end, pieces = export.split_words(self.tokenizer, context)
         per_row = words.with_flat_values(pieces.row_lengths())
-        row_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
-                                                      tf.reduce_sum(per_row, axis=1))
+        row_pieces = tf.RaggedTensor.from_row_lengths(
+            pieces.flat_values, tf.reduce_sum(per_row, axis=1), validate=False)
         room = self.max_seq_length - 3 - query.row_lengths()
         doc = keep_first(row_pieces, tf.minimum(row_pieces.row_lengths(), room))
         packed = pack_ids(query, doc, self.max_seq_length, self.cls_id, self.sep_id)
@@ -67,9 +67,9 @@ class SquadModule(export.ServingModule):
         def layout(values):
             lead = tf.RaggedTensor.from_row_lengths(
                 tf.fill([tf.reduce_sum(query.row_lengths() + 2)], -1),
-                query.row_lengths() + 2)
-            tail = tf.RaggedTensor.from_row_lengths(tf.fill([batch], -1),
-                                                    tf.ones([batch], tf.int64))
+                query.row_lengths() + 2, validate=False)
+            tail = tf.RaggedTensor.from_row_lengths(
+                tf.fill([batch], -1), tf.ones([batch], tf.int64), validate=False)
             return tf.concat([lead, tf.cast(values, tf.int32), tail], axis=1).to_tensor(
                 -1, shape=[None, self.max_seq_length])
 

@@ -46,7 +46,8 @@ class TaggingModule(export.ServingModule):
         counts = pieces.row_lengths()
         per_row = words.with_flat_values(counts)                       # [batch, (words)]
         row_pieces = tf.RaggedTensor.from_row_lengths(
-            pieces.flat_values, tf.reduce_sum(per_row, axis=1))        # [batch, (pieces)]
+            pieces.flat_values, tf.reduce_sum(per_row, axis=1),
+            validate=False)                                            # [batch, (pieces)]
         packed = pack_ids(row_pieces, None, self.max_seq_length, self.cls_id, self.sep_id)
         label_id = self.from_ids(**packed)["label_id"]
         # Position of each word's first piece: 1 + pieces of the words before it.
@@ -81,8 +82,8 @@ class TaggingModule(export.ServingModule):
         batch = tf.shape(text, out_type=tf.int64)[0]
 
         def rows(values, pad):
-            return tf.RaggedTensor.from_value_rowids(values, ent_row, nrows=batch).to_tensor(
-                pad)
+            return tf.RaggedTensor.from_value_rowids(values, ent_row, nrows=batch,
+                                                     validate=False).to_tensor(pad)
 
         word_tags = words.with_flat_values(tf.gather(self.labels, word_label))
         return {"entity_type": rows(ent_type, ""), "entity_text": rows(ent_text, ""),
