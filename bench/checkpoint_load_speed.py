@@ -59,10 +59,8 @@ def measure(root, work, repeats):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.Before):
     """The flags of this bench (`python -m bench.checkpoint_load_speed --help`)."""
-    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
-                                    "this one (`git worktree add`).")
     rounds: int = setting(3, help="Rounds, the checkouts alternating.")
     repeats: int = setting(5, help="Loads per format in a round (their median counts).")
     work_dir: Optional[str] = setting(None, help="Folder for the converted checkpoints "

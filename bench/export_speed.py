@@ -92,10 +92,8 @@ def write_inputs(work):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.Before):
     """The flags of this bench (`python -m bench.export_speed --help`)."""
-    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
-                                    "this one (`git worktree add`).")
     rounds: int = setting(3, help="Rounds, the checkouts alternating.")
     measure: Optional[str] = setting(None, help="Internal: time, in this process, the export "
                                      "of this model (a key of MODELS).")

@@ -171,6 +171,12 @@ class WorkDir:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Before:
+    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
+                                    "this one (`git worktree add`).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Rounds:
     rounds: int = setting(3, help="Rounds of measurement, the implementations alternating; "
                           "the median counts.")

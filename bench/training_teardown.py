@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -92,10 +91,8 @@ def one_run(root, work, steps):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(harness.Before):
     """The flags of this bench (`python -m bench.training_teardown --help`)."""
-    before: Optional[str] = setting(None, help="A checkout of an older commit to time beside "
-                                    "this one (`git worktree add`).")
     rounds: int = setting(6, help="Rounds, the checkouts alternating.")
     steps: int = setting(30, help="Training steps per run (batch 16, length 128).")
 
