@@ -175,6 +175,12 @@ def test_pretraining_skips_the_padding_with_the_padded_computations_loss(objecti
         task.skip_padding = skip
         return task.loss(model, inputs, normalizers, training)[0]
 
+    # The task's own model call skips the padding: nothing computed at padded positions.
+    mask = batch["input_mask"].astype(bool)
+    for skip in (False, True):
+        task.skip_padding = skip
+        sequence = task._lm_xent(model, batch, False)[0]["sequence_output"].numpy()
+        assert sequence[~mask].any() != skip, skip
     results = {}
     for skip in (False, True):
         with tf.GradientTape() as tape:
