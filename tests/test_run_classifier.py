@@ -277,12 +277,11 @@ def test_a_grid_in_one_command_resumes_and_predicts_from_the_best(toy, tmp_path)
     grid = dict(learning_rate="1e-3,3e-5", num_train_epochs=1, do_train=True,
                 do_eval=True, do_predict=True, save_checkpoints_steps=10, log_steps=1)
     argv = [str(a) for a in _command(toy, out, **grid)]
-    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    process = warm_processes.start(argv[1:], env=ENV)
     second = out / "lr=3e-05"
     deadline = time.time() + 300
     while not (second / "ckpt-10.index").exists():
-        assert process.poll() is None and time.time() < deadline, process.stderr.read()
+        assert process.poll() is None and time.time() < deadline, process.communicate()[1]
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)

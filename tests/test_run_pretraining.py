@@ -1,5 +1,5 @@
-"""run_pretraining.py as a user runs it (subprocesses): train + eval + export, bad input,
-a real kill and a SIGTERM, each rerun to the same weights, mirrored over two logical CPUs
+"""run_pretraining.py as a user runs it (its own processes): train + eval + export, bad
+input, a SIGTERM and then a kill, rerun to the same weights, mirrored over two logical CPUs
 against one device, and multi_worker_mirrored with two local workers on loopback (stopped
 by a SIGTERM to one of them, and resumed)."""
 
@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -114,8 +113,7 @@ def test_bad_input_is_named(data, tmp_path):
 
 def _signalled(argv, folder, signum, after="ckpt-20.index"):
     """Runs `argv`, sends `signum` once `folder/after` exists; returns (status, stderr)."""
-    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    process = warm_processes.start(argv[1:], env=ENV)
     try:
         deadline = time.time() + 300
         while not (folder / after).exists():
@@ -129,41 +127,41 @@ def _signalled(argv, folder, signum, after="ckpt-20.index"):
     return process.returncode, stderr
 
 
-def test_killed_or_preempted_run_resumes_to_the_same_final_weights(data, tmp_path):
+def test_preempted_then_killed_run_resumes_to_the_same_final_weights(data, tmp_path):
     # With dropout, so that the random generators' state must be restored too.
     config = write_config(tmp_path / "dropout_config.json", hidden_dropout_prob=0.1,
                           attention_probs_dropout_prob=0.1)
-    last = 150  # the signals come at step 20
+    last = 150  # the first signal comes at step 20
     flags = dict(num_train_steps=last, save_checkpoints_steps=10, steps_per_loop=50,
                  log_steps=0, bert_config_file=config)
     straight = tmp_path / "straight"
     _run(_command(data, straight, **flags))
     a = _checkpoint_arrays(str(straight / f"ckpt-{last}"))
     assert len(a) > 30
-    # Killed (-9): it resumes from its last checkpoint.
-    killed = tmp_path / "killed"
-    status, _ = _signalled(_command(data, killed, **flags), killed, signal.SIGKILL)
-    assert status == -signal.SIGKILL
-    stopped_at = tf.train.latest_checkpoint(str(killed))
-    assert stopped_at and int(stopped_at.rsplit("-", 1)[1]) < last
     # Preempted (SIGTERM, as a scheduler does): it saves the step it is at, says so in one
     # line and exits with 128 + 15; the rerun goes on from that step.
-    preempted = tmp_path / "preempted"
-    status, stderr = _signalled(_command(data, preempted, **flags), preempted,
-                                signal.SIGTERM)
+    out = tmp_path / "interrupted"
+    command = _command(data, out, **flags)
+    status, stderr = _signalled(command, out, signal.SIGTERM)
     assert status == 143, stderr[-3000:]
-    step = int(tf.train.latest_checkpoint(str(preempted)).rsplit("-", 1)[1])
-    assert 20 <= step < last and "Traceback" not in stderr
+    step = int(tf.train.latest_checkpoint(str(out)).rsplit("-", 1)[1])
+    assert 20 <= step < last - 20 and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == (
-        f"Stopped by SIGTERM at step {step}; saved {preempted}/ckpt-{step}. Rerun the same "
+        f"Stopped by SIGTERM at step {step}; saved {out}/ckpt-{step}. Rerun the same "
         f"command to resume from there.")
-    for folder in (killed, preempted):
-        _run(_command(data, folder, **flags))
-        assert tf.train.latest_checkpoint(str(folder)).endswith(f"ckpt-{last}")
-        b = _checkpoint_arrays(str(folder / f"ckpt-{last}"))
-        assert a.keys() == b.keys()
-        for name in a:
-            np.testing.assert_array_equal(a[name], b[name], err_msg=f"{folder.name}: {name}")
+    # The rerun, killed (-9, as a power cut) after a checkpoint of its own: the next rerun
+    # resumes from its last checkpoint. Both interruptions leave the final weights unchanged.
+    saved = (step // 10 + 2) * 10  # the second periodic checkpoint after `step`
+    status, stderr = _signalled(command, out, signal.SIGKILL, after=f"ckpt-{saved}.index")
+    assert status == -signal.SIGKILL and f"Resuming from {out}/ckpt-{step}" in stderr
+    stopped_at = int(tf.train.latest_checkpoint(str(out)).rsplit("-", 1)[1])
+    assert saved <= stopped_at < last, (step, stopped_at)
+    _run(command)
+    assert tf.train.latest_checkpoint(str(out)).endswith(f"ckpt-{last}")
+    b = _checkpoint_arrays(str(out / f"ckpt-{last}"))
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
 def test_mirrored_on_two_cpus_matches_one_device(data, tmp_path):
@@ -206,9 +204,8 @@ def test_multi_worker_mirrored_on_loopback_stops_together_on_sigterm(data, tmp_p
         for index in range(2):
             config = {"cluster": {"worker": workers},
                       "task": {"type": "worker", "index": index}}
-            processes.append(subprocess.Popen(
-                argv, env=dict(ENV, TF_CONFIG=json.dumps(config)), stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True))
+            processes.append(warm_processes.start(
+                argv[1:], env=dict(ENV, TF_CONFIG=json.dumps(config))))
         return processes
 
     processes = start()

@@ -5,9 +5,11 @@ import concurrent.futures
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -123,3 +125,44 @@ def test_the_commands_temporary_folder_is_its_own(tmp_path):
     assert os.environ["TMPDIR"] != "/tmp"
     env = dict(os.environ, TMPDIR=str(tmp_path))
     assert warm_processes.run(["-c", code], env=env).stdout == f"{tmp_path}\n"
+
+
+SIGNALLED = """
+import os, signal, sys, time
+if sys.argv[1] == "handler":
+    def stop(signum, frame):
+        print("stopped by", signal.Signals(signum).name)
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+open(sys.argv[2], "w").close()
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("how, signum", [("handler", signal.SIGTERM),
+                                         ("none", signal.SIGTERM),
+                                         ("none", signal.SIGINT),
+                                         ("none", signal.SIGKILL)])
+def test_a_signal_to_the_pid_acts_as_on_a_process_of_its_own(tmp_path, how, signum):
+    """`start` gives the child's pid: a signal sent to it is handled by the script's
+    handler, kills it, or (SIGINT) raises KeyboardInterrupt, as in a fresh interpreter."""
+    answers = []
+    for name, begin in (("real", lambda argv: subprocess.Popen(
+            [sys.executable] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)), ("warm", warm_processes.start)):
+        ready = tmp_path / f"{name}.ready"
+        process = begin(["-c", SIGNALLED, how, str(ready)])
+        try:
+            deadline = time.time() + 60
+            while not ready.exists():
+                assert process.poll() is None and time.time() < deadline
+                time.sleep(0.01)
+            process.send_signal(signum)
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        answers.append((process.returncode, stdout, stderr.splitlines()[-1:]))
+    assert answers[1] == answers[0]
+    assert answers[0][0] == {"handler": 128 + signum}.get(how, -signum)

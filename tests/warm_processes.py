@@ -14,10 +14,15 @@ child takes the command's environment and folder, puts the script's folder first
 would (non-daemon threads joined, `atexit` handlers run, `SystemExit`'s code as the
 status, an uncaught exception's traceback on stderr and status 1).
 
+`start(argv)` is the `subprocess.Popen` of the same: the forked child's `pid` (to send
+it a signal, as a scheduler or a user's Ctrl-C does), `poll`, `send_signal`, `kill` and
+`communicate`. A child inherits the server's signal dispositions, which are a fresh
+interpreter's (the server installs no handler).
+
 What a fork cannot show stays with real processes: what a script prints while
 TensorFlow is imported (tests/test_quiet.py), settings read when it is imported (`run`
-itself falls back to `subprocess` when those differ), that a wrong flag is answered
-before TensorFlow is imported (tests/test_entry_points.py), and signals sent to a pid.
+itself falls back to `subprocess` when those differ), and that a wrong flag is answered
+before TensorFlow is imported (tests/test_entry_points.py).
 """
 
 import atexit
@@ -25,6 +30,7 @@ import json
 import os
 import runpy
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +92,9 @@ def _child(request):
         status = 0
     except SystemExit as exit_:
         status = _exit_status(exit_.code)
+    except KeyboardInterrupt:  # as the interpreter does: the traceback, then dies of SIGINT
+        traceback.print_exc()
+        status = -signal.SIGINT
     except BaseException:  # noqa: B902 - as the interpreter does: print it, status 1
         traceback.print_exc()
     finally:
@@ -95,6 +104,9 @@ def _child(request):
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            if status == -signal.SIGINT:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
             os._exit(status)
 
 
@@ -149,40 +161,93 @@ class _Server:
                 cwd=ROOT, env=dict(_SERVER_ENV, PYTHONPATH=ROOT))
         self.lock = threading.Lock()
         self.next_id = 0
-        self.pids, self.statuses, self.events = {}, {}, {}
+        self.pids, self.statuses = {}, {}
+        self.started, self.ended = {}, {}  # id -> threading.Event
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.process.stdout:
             kind, id_, value = line.split()
             with self.lock:
-                (self.pids if kind == "started" else self.statuses)[id_] = int(value)
-                if kind == "ended":
-                    self.events[id_].set()
+                if kind == "started":
+                    self.pids[id_] = int(value)
+                    self.started[id_].set()
+                else:
+                    self.statuses[id_] = int(value)
+                    self.ended[id_].set()
         with self.lock:  # the server is gone: nobody will answer
-            for event in self.events.values():
+            for event in list(self.started.values()) + list(self.ended.values()):
                 event.set()
 
+    def _died(self):
+        return RuntimeError("the warm interpreter (tests/warm_processes.py) died: see "
+                            f"{self.log}")
+
     def submit(self, request):
+        """Starts the command; returns (its id, its pid)."""
         with self.lock:
             self.next_id += 1
             request["id"] = id_ = str(self.next_id)
-            self.events[id_] = threading.Event()
+            self.started[id_], self.ended[id_] = threading.Event(), threading.Event()
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
-        return id_
+        self.started[id_].wait()
+        if id_ not in self.pids:
+            raise self._died()
+        return id_, self.pids[id_]
 
-    def wait(self, id_, timeout):
-        if not self.events[id_].wait(timeout):
-            pid = self.pids.get(id_)
-            if pid:
-                os.kill(pid, 9)
-            self.events[id_].wait(30)
+    def status(self, id_, timeout):
+        """The command's exit status, None while it runs after `timeout` seconds."""
+        if not self.ended[id_].wait(timeout):
             return None
         if id_ not in self.statuses:
-            raise RuntimeError("the warm interpreter (tests/warm_processes.py) died: see "
-                               f"{self.log}")
-        return self.statuses.pop(id_)
+            raise self._died()
+        return self.statuses[id_]
+
+
+class _Started:
+    """`subprocess.Popen(command, stdout=PIPE, stderr=PIPE, text=True)` of a command
+    forked from the warm interpreter: `pid`, `returncode`, `poll`, `wait`,
+    `communicate`, `send_signal`, `kill`."""
+
+    def __init__(self, command, argv, cwd, env):
+        self.args = command
+        self.returncode = None
+        self._streams = tempfile.TemporaryDirectory(prefix="warm-")
+        self._out = os.path.join(self._streams.name, "stdout")
+        self._err = os.path.join(self._streams.name, "stderr")
+        self._server = _the_server()
+        self._id, self.pid = self._server.submit({
+            "argv": argv, "cwd": str(cwd or os.getcwd()), "env": env, "stdout": self._out,
+            "stderr": self._err})
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self._server.status(self._id, 0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            self.returncode = self._server.status(self._id, timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        self.wait(timeout)
+        with open(self._out, encoding="utf-8", errors="replace") as f:
+            stdout = f.read()
+        with open(self._err, encoding="utf-8", errors="replace") as f:
+            stderr = f.read()
+        self._streams.cleanup()
+        return stdout, stderr
+
+    def send_signal(self, signum):
+        if self.poll() is None:  # as Popen: never a pid the system may have reused
+            os.kill(self.pid, signum)
+
+    def kill(self):
+        self.send_signal(9)
 
 
 _server = None
@@ -198,8 +263,22 @@ def _the_server():
 
 
 def _read_at_import(env):
-    """The variables TensorFlow and its libraries read when they are imported."""
-    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
+    """The variables TensorFlow and its libraries read when they are imported (not
+    TF_CONFIG: a distribution strategy reads it when it is made)."""
+    return {k: v for k, v in env.items()
+            if k.startswith(IMPORT_TIME_PREFIXES) and k != "TF_CONFIG"}
+
+
+def start(argv, cwd=None, env=None):
+    """`subprocess.Popen([sys.executable, *argv], stdout=PIPE, stderr=PIPE, text=True,
+    cwd=cwd, env=env)`, forked from the warm interpreter (the same fallback as `run`)."""
+    argv = [str(a) for a in argv]
+    command = [sys.executable] + argv
+    env = dict(os.environ if env is None else env)
+    if _read_at_import(env) != _read_at_import(_SERVER_ENV):
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=cwd, env=env)
+    return _Started(command, argv, cwd, env)
 
 
 def run(argv, cwd=None, env=None, timeout=600):
@@ -207,22 +286,11 @@ def run(argv, cwd=None, env=None, timeout=600):
     env=env, timeout=timeout)`, forked from the warm interpreter. `argv[0]` is a script
     (relative to `cwd`), "-m" or "-c". A command whose environment changes what is read
     when TensorFlow is imported (TF_*, OMP_*, ...) runs as a process of its own."""
-    argv = [str(a) for a in argv]
-    command = [sys.executable] + argv
-    env = dict(os.environ if env is None else env)
-    if _read_at_import(env) != _read_at_import(_SERVER_ENV):
-        return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env,
-                              timeout=timeout)
-    with tempfile.TemporaryDirectory(prefix="warm-") as streams:
-        out, err = os.path.join(streams, "stdout"), os.path.join(streams, "stderr")
-        server = _the_server()
-        id_ = server.submit({"argv": argv, "cwd": str(cwd or os.getcwd()), "env": env,
-                             "stdout": out, "stderr": err})
-        status = server.wait(id_, timeout)
-        if status is None:
-            raise subprocess.TimeoutExpired(command, timeout)
-        with open(out, encoding="utf-8", errors="replace") as f:
-            stdout = f.read()
-        with open(err, encoding="utf-8", errors="replace") as f:
-            stderr = f.read()
-    return subprocess.CompletedProcess(command, status, stdout, stderr)
+    process = start(argv, cwd, env)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate(timeout=30)
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
