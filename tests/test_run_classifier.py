@@ -7,7 +7,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 
@@ -93,11 +92,9 @@ def _command(toy, out, **overrides):
 
 
 def _run(argv, check=True):
-    if argv[0] == sys.executable:
-        result = warm_processes.run(argv[1:], env=ENV, timeout=600)
-    else:  # another program (saved_model_cli)
-        result = subprocess.run([str(a) for a in argv], env=ENV, capture_output=True,
-                                text=True, timeout=600)
+    """`argv`: [python, ...] or a Python console script (saved_model_cli) and its words."""
+    result = warm_processes.run(argv[1:] if argv[0] == sys.executable else argv, env=ENV,
+                                timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(result.stderr[-4000:])
     return result

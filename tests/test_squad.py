@@ -5,8 +5,6 @@ learning a synthetic extractive task."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 
@@ -208,9 +206,8 @@ def test_run_squad_learns_a_synthetic_task(tmp_path):
     # The SavedModel, in a fresh process with only tensorflow and tensorflow_text: the best
     # valid span, cut out of the context with the returned character offsets.
     context = "the color is red .  the city is  oslo . the animal is fox . the number is nine ."
-    served = subprocess.run([sys.executable, "-c", SERVE, str(tmp_path / "model"),
-                             "what is the city ?", context], env=ENV, capture_output=True,
-                            text=True, timeout=300)
+    served = warm_processes.run(["-c", SERVE, str(tmp_path / "model"), "what is the city ?",
+                                 context], env=ENV, timeout=300)
     assert served.returncode == 0, served.stderr[-3000:]
     assert served.stdout.strip().splitlines()[-1] == "oslo"
 

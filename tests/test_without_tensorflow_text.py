@@ -2,11 +2,10 @@
 tokenizer works, and what needs it says so in one line. Simulated by hiding the module."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests import warm_processes
 from tests.test_faults import classifier, records, world  # noqa: F401 (world: a fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,11 +22,12 @@ def hidden(tmp_path_factory):
 
 
 def _run(argv, hidden):
+    """`argv` forked from an interpreter that has imported TensorFlow and Keras but not
+    tensorflow_text, with `hidden` first on the path."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=f"{hidden}{os.pathsep}{ROOT}")
-    command = [sys.executable] + ([argv[0], argv[1]] if argv[0] == "-m" else
-                                  [os.path.join(ROOT, argv[0])])
-    return subprocess.run(command + [str(a) for a in argv[(2 if argv[0] == "-m" else 1):]],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    command = [argv[0], argv[1]] if argv[0] == "-m" else [os.path.join(ROOT, argv[0])]
+    return warm_processes.run(command + argv[(2 if argv[0] == "-m" else 1):], cwd=ROOT,
+                              env=env, preload=["tensorflow", "keras"])
 
 
 def test_fine_tuning_works_and_the_graph_tokenizer_says_what_is_missing(world, hidden,  # noqa

@@ -7,8 +7,8 @@ suite's many such processes was the largest part of its time.
 
 `run(argv)` answers as `subprocess.run([python, *argv], capture_output=True, text=True)`
 does (exit status, stdout, stderr, the files written), but from a process forked from
-one that has imported those libraries already (`serve`: one per pytest worker, started
-on first use; its own errors go to warm-server-<pid>.log in the temporary folder). The
+one that has imported those libraries already (`serve`: one per pytest worker and list
+of modules to import, started on first use; its own errors go to warm-server-<pid>.log in the temporary folder). The
 child takes the command's environment and folder, puts the script's folder first on
 `sys.path` (or the folder, for `-m module`), runs it as `__main__`, and exits as Python
 would (non-daemon threads joined, `atexit` handlers run, `SystemExit`'s code as the
@@ -110,14 +110,14 @@ def _child(request):
             os._exit(status)
 
 
-def serve():
-    """The warm interpreter: imports PRELOAD, then forks a child per request line on
+def serve(preload=PRELOAD):
+    """The warm interpreter: imports `preload`, then forks a child per request line on
     stdin and answers `started <id> <pid>` and `ended <id> <status>` on stdout. One
     thread, so that nothing holds a lock when it forks."""
     global _BASE_PATH
     ours = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) | {""}
     _BASE_PATH = [p for p in sys.path[1:] if p not in ours]  # an interpreter's own
-    for name in PRELOAD:
+    for name in preload:
         __import__(name)
     requests = sys.stdin.fileno()  # read raw: a buffered reader would hide lines from select
     answers = sys.stdout
@@ -150,13 +150,14 @@ def serve():
 class _Server:
     """The client side: the server process, and a thread that reads its answers."""
 
-    def __init__(self):
+    def __init__(self, preload):
         # Beside the commands' temporary files (the suite's TMPDIR when it set one).
         self.log = os.path.join(os.environ.get("TMPDIR") or tempfile.gettempdir(),
                                 f"warm-server-{os.getpid()}.log")
         with open(self.log, "a", encoding="utf-8") as errors:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", "from tests.warm_processes import serve; serve()"],
+                [sys.executable, "-c", "from tests.warm_processes import serve; "
+                 f"serve({list(preload)!r})"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
                 cwd=ROOT, env=dict(_SERVER_ENV, PYTHONPATH=ROOT))
         self.lock = threading.Lock()
@@ -210,13 +211,13 @@ class _Started:
     forked from the warm interpreter: `pid`, `returncode`, `poll`, `wait`,
     `communicate`, `send_signal`, `kill`."""
 
-    def __init__(self, command, argv, cwd, env):
+    def __init__(self, command, argv, cwd, env, preload):
         self.args = command
         self.returncode = None
         self._streams = tempfile.TemporaryDirectory(prefix="warm-")
         self._out = os.path.join(self._streams.name, "stdout")
         self._err = os.path.join(self._streams.name, "stderr")
-        self._server = _the_server()
+        self._server = _the_server(preload)
         self._id, self.pid = self._server.submit({
             "argv": argv, "cwd": str(cwd or os.getcwd()), "env": env, "stdout": self._out,
             "stderr": self._err})
@@ -250,16 +251,16 @@ class _Started:
         self.send_signal(9)
 
 
-_server = None
+_servers = {}  # preload -> _Server
 _server_lock = threading.Lock()
 
 
-def _the_server():
-    global _server
+def _the_server(preload):
+    preload = tuple(preload)
     with _server_lock:
-        if _server is None or _server.process.poll() is not None:
-            _server = _Server()
-    return _server
+        if preload not in _servers or _servers[preload].process.poll() is not None:
+            _servers[preload] = _Server(preload)
+        return _servers[preload]
 
 
 def _read_at_import(env):
@@ -269,24 +270,27 @@ def _read_at_import(env):
             if k.startswith(IMPORT_TIME_PREFIXES) and k != "TF_CONFIG"}
 
 
-def start(argv, cwd=None, env=None):
+def start(argv, cwd=None, env=None, preload=PRELOAD):
     """`subprocess.Popen([sys.executable, *argv], stdout=PIPE, stderr=PIPE, text=True,
-    cwd=cwd, env=env)`, forked from the warm interpreter (the same fallback as `run`)."""
+    cwd=cwd, env=env)`, forked from the warm interpreter (the same fallback and
+    `preload` as `run`)."""
     argv = [str(a) for a in argv]
     command = [sys.executable] + argv
     env = dict(os.environ if env is None else env)
     if _read_at_import(env) != _read_at_import(_SERVER_ENV):
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=cwd, env=env)
-    return _Started(command, argv, cwd, env)
+    return _Started(command, argv, cwd, env, preload)
 
 
-def run(argv, cwd=None, env=None, timeout=600):
+def run(argv, cwd=None, env=None, timeout=600, preload=PRELOAD):
     """`subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=cwd,
     env=env, timeout=timeout)`, forked from the warm interpreter. `argv[0]` is a script
     (relative to `cwd`), "-m" or "-c". A command whose environment changes what is read
-    when TensorFlow is imported (TF_*, OMP_*, ...) runs as a process of its own."""
-    process = start(argv, cwd, env)
+    when TensorFlow is imported (TF_*, OMP_*, ...) runs as a process of its own.
+    `preload`: the modules imported before the fork (one warm interpreter for each
+    list), e.g. without tensorflow_text for a command that must find it missing."""
+    process = start(argv, cwd, env, preload)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
