@@ -1,0 +1,158 @@
+"""When does a pre-training recipe leave the frequent-token plateau? Variants of the
+one-hour CPU recipe (`tasks.pretraining.from_text.RECIPE`), each trained for the same
+number of steps on the same records, evaluated on held-out documents at every checkpoint.
+
+Reported per variant:
+  * the escape step: the first evaluated step whose held-out masked-LM loss is 1 nat
+    below the masked tokens' unigram entropy (the loss of predicting frequent tokens
+    whatever the context: `tasks.pretraining.plateau`);
+  * held-out masked-LM accuracy at each of `--report_steps` (the evaluation at that step
+    or the last one before it): the steps a CPU's hour buys (AVX2 about 4,400 at
+    2026-11-29's step, AVX-512 9,500). Every variant has the recipe's model, so equal
+    steps are equal compute on any machine.
+
+The data are made as `pretrain_from_text.py` makes them (held-out documents, the recipe's
+vocabulary, records masked as many times as the steps need); a variant's run that is
+there already is resumed or reused, so the bench can be stopped and rerun.
+
+    python -m bench.plateau_escape --input_text=../shared/data/wikitext/wikitext-2/test.txt \
+      --work_dir=/tmp/plateau --variants=recipe,cramming --steps=1000 --eval_every=100
+"""
+
+import dataclasses
+import json
+import os
+import time
+from typing import Optional
+
+from bench import harness
+from common.settings import setting
+
+# Each variant: fields of the recipe's bert_config.json, and of its trainer, changed.
+VARIANTS = {
+    "recipe": {},
+    "no_dropout": {"config": {"hidden_dropout_prob": 0.0,
+                              "attention_probs_dropout_prob": 0.0}},
+    "lr_1e-3": {"trainer": {"learning_rate": 1e-3}},
+    "pre_ln_lr_1e-3": {"config": {"pre_layer_norm": True},
+                       "trainer": {"learning_rate": 1e-3}},
+    # Geiping & Goldstein 2022, "Cramming", final configuration: pre-LayerNorm blocks, no
+    # dropout in pre-training, peak learning rate 1e-3, gradient clipping 0.5 (their Adam
+    # beta2 0.98 is not a setting here: the recipe's 0.999).
+    "cramming": {"config": {"pre_layer_norm": True, "hidden_dropout_prob": 0.0,
+                            "attention_probs_dropout_prob": 0.0},
+                 "trainer": {"learning_rate": 1e-3, "clip_norm": 0.5}},
+}
+ESCAPE_NATS = 1.0  # below the unigram entropy
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    input_text: str = setting(help="Text files (comma-separated files or globs), laid out "
+                              "as pretrain_from_text.py reads them.")
+    work_dir: str = setting(help="Folder of the data and of every variant's run (reused).")
+    variants: str = setting("recipe,cramming", help="Comma-separated, of "
+                            + ", ".join(VARIANTS) + ".")
+    steps: int = setting(1000, help="Training steps of every variant.")
+    eval_every: int = setting(100, help="Steps between held-out evaluations (checkpoints).")
+    report_steps: str = setting("800,2400,4400,9500", help="Steps at which held-out "
+                                "accuracy is reported (those above --steps are left out).")
+    split_sentences: Optional[str] = setting(None, help="As pretrain_from_text.py.")
+    seed: int = setting(12345, help="Seed of the split, the masking and the weights.")
+
+
+def prepare_data(settings):
+    """The documents, vocabulary, config and records, as pretrain_from_text.py makes them
+    for a run of `settings.steps` steps: {name: path or list of paths}."""
+    from data_prep import corpus
+    from tasks.pretraining import from_text
+    out = os.path.join(settings.work_dir, "data")
+    os.makedirs(out, exist_ok=True)
+    files = corpus.expand_input_patterns(settings.input_text)
+    train_text, heldout_text = from_text.prepare_text(files, out, settings.split_sentences)
+    vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"], True)
+    config = from_text.bert_config(out, vocab)
+    records = os.path.join(out, "records")
+    heldout = [os.path.join(records, "heldout.tfrecord")]
+    from_text.write_records(heldout_text, heldout, vocab, True, 1, settings.seed + 1)
+    # The duplicates a run of this length needs (as the recipe's plan chooses them).
+    plan = from_text.choose_plan(out, 1.0, os.path.getsize(train_text), 60.0 / settings.steps)
+    train = [os.path.join(records, f"train-{i:02d}.tfrecord") for i in range(2)]
+    from_text.write_records(train_text, train, vocab, True, plan.dupe_factor, settings.seed)
+    return {"config": config, "train": train, "heldout": heldout}
+
+
+def train_variant(name, data, settings):
+    """Trains variant `name` (resuming a run that is there), evaluating the held-out
+    records at every checkpoint; returns (unigram entropy, [(step, results)], seconds)."""
+    from tasks.pretraining import from_text
+    from training import metrics_log, runner
+    from training.config import RuntimeConfig
+    change = VARIANTS[name]
+    out = os.path.join(settings.work_dir, name)
+    os.makedirs(out, exist_ok=True)
+    config_file = os.path.join(out, "bert_config.json")
+    with open(data["config"], encoding="utf-8") as f:
+        config = dict(json.load(f), **change.get("config", {}))
+    with open(config_file, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=1)
+    warmup = int(from_text.RECIPE["warmup_share"] * settings.steps)
+    task = from_text.pretraining_task(data["train"], data["heldout"], config_file,
+                                      settings.steps, warmup)
+    task.main_metric = "masked_lm_accuracy"  # the runner evaluates at every checkpoint
+    trainer = from_text.trainer_config(os.path.join(out, "run"), settings.steps,
+                                       save_checkpoints_steps=settings.eval_every,
+                                       **change.get("trainer", {}))
+    start = time.time()
+    runner.run(task, trainer, RuntimeConfig(seed=settings.seed), do_train=True, do_eval=True)
+    events = metrics_log.read(os.path.join(out, "run", "metrics.jsonl"))
+    evaluations = sorted({e["step"]: e for e in events if e["event"] == "evaluation"}.items())
+    return task.unigram_entropy, evaluations, time.time() - start
+
+
+def escape_step(entropy, evaluations):
+    """The first evaluated step with the held-out masked-LM loss ESCAPE_NATS below
+    `entropy`, or None."""
+    for step, results in evaluations:
+        if results["masked_lm_loss"] <= entropy - ESCAPE_NATS:
+            return step
+    return None
+
+
+def accuracy_at(evaluations, step):
+    """Held-out masked-LM accuracy (%) of the last evaluation at or before `step`."""
+    before = [results for at, results in evaluations if at <= step]
+    return 100 * before[-1]["masked_lm_accuracy"] if before else None
+
+
+def main(settings):
+    unknown = [v for v in settings.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"--variants: no variant {', '.join(unknown)} (known: "
+                         f"{', '.join(VARIANTS)})")
+    data = prepare_data(settings)
+    reports = [int(s) for s in settings.report_steps.split(",") if int(s) <= settings.steps]
+    rows = []
+    for name in settings.variants.split(","):
+        entropy, evaluations, seconds = train_variant(name, data, settings)
+        rows.append((name, entropy, evaluations, seconds))
+        print(f"{name}: " + ", ".join(f"{step} {r['masked_lm_loss']:.2f}"
+                                      for step, r in evaluations), flush=True)
+    print(f"\nCPU: {harness.cpu_model()} ({harness.isa()}), {os.cpu_count()} cores; "
+          f"{settings.steps} steps each, held-out evaluation every {settings.eval_every}.")
+    print(f"Escape: the held-out masked-LM loss {ESCAPE_NATS:g} nat below the masked "
+          f"tokens' unigram entropy ({rows[0][1]:.2f} nats).\n")
+    print("| variant | escape step | " + " | ".join(f"accuracy at {s} (%)" for s in reports)
+          + " | last held-out loss | minutes |")
+    print("|---" * (len(reports) + 4) + "|")
+    for name, entropy, evaluations, seconds in rows:
+        escape = escape_step(entropy, evaluations)
+        cells = [f"{a:.1f}" if a is not None else "" for a in
+                 (accuracy_at(evaluations, s) for s in reports)]
+        print(f"| {name} | {escape if escape else f'> {settings.steps}'} | "
+              + " | ".join(cells)
+              + f" | {evaluations[-1][1]['masked_lm_loss']:.2f} | {seconds / 60:.0f} |")
+
+
+if __name__ == "__main__":
+    harness.run(main, Settings)
