@@ -8,11 +8,12 @@ suite's many such processes was the largest part of its time.
 `run(argv)` answers as `subprocess.run([python, *argv], capture_output=True, text=True)`
 does (exit status, stdout, stderr, the files written), but from a process forked from
 one that has imported those libraries already (`serve`: one per pytest worker and list
-of modules to import, started on first use; its own errors go to warm-server-<pid>.log in the temporary folder). The
-child takes the command's environment and folder, puts the script's folder first on
-`sys.path` (or the folder, for `-m module`), runs it as `__main__`, and exits as Python
-would (non-daemon threads joined, `atexit` handlers run, `SystemExit`'s code as the
-status, an uncaught exception's traceback on stderr and status 1).
+of modules to import, started on first use; its own errors go to warm-server-<pid>.log
+in the temporary folder). The child takes the command's environment and folder, puts
+the script's folder first on `sys.path` (or the folder, for `-m module`), runs it as
+`__main__`, and exits as Python would (non-daemon threads joined, `atexit` handlers
+run, `SystemExit`'s code as the status, an uncaught exception's traceback on stderr and
+status 1, an uncaught KeyboardInterrupt's traceback and death by SIGINT).
 
 `start(argv)` is the `subprocess.Popen` of the same: the forked child's `pid` (to send
 it a signal, as a scheduler or a user's Ctrl-C does), `poll`, `send_signal`, `kill` and
