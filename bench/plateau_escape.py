@@ -16,7 +16,8 @@ vocabulary, records masked as many times as the steps need); a variant's run tha
 there already is resumed or reused, so the bench can be stopped and rerun.
 
     python -m bench.plateau_escape --input_text=../shared/data/wikitext/wikitext-2/test.txt \
-      --work_dir=/tmp/plateau --variants=recipe,cramming --steps=1000 --eval_every=100
+      --work_dir=/tmp/plateau --variants=recipe,mask_25,no_dropout+mask_25 --steps=1000 \
+      --eval_every=100
 """
 
 import dataclasses
@@ -27,22 +28,36 @@ from typing import Optional
 from bench import harness
 from common.settings import setting
 
-# Each variant: fields of the recipe's bert_config.json, and of its trainer, changed.
+# Each variant: fields of the recipe's bert_config.json, of its trainer, and of its
+# records' masking, changed. Variants join with "+" (`no_dropout+mask_25`): each measured
+# alone, then together.
 VARIANTS = {
     "recipe": {},
     "no_dropout": {"config": {"hidden_dropout_prob": 0.0,
                               "attention_probs_dropout_prob": 0.0}},
     "lr_1e-3": {"trainer": {"learning_rate": 1e-3}},
+    "pre_ln": {"config": {"pre_layer_norm": True}},
     "pre_ln_lr_1e-3": {"config": {"pre_layer_norm": True},
                        "trainer": {"learning_rate": 1e-3}},
-    # Geiping & Goldstein 2022, "Cramming", final configuration: pre-LayerNorm blocks, no
-    # dropout in pre-training, peak learning rate 1e-3, gradient clipping 0.5 (their Adam
-    # beta2 0.98 is not a setting here: the recipe's 0.999).
+    "clip_0.5": {"trainer": {"clip_norm": 0.5}},
+    "beta2_0.98": {"trainer": {"adam_beta2": 0.98}},
+    # Wettig et al. 2022 ("Should You Mask 15%..."): 25-40% beats 15%; predictions capped
+    # at the share of a full sequence of 128.
+    "mask_25": {"masking": {"masked_lm_prob": 0.25, "max_predictions_per_seq": 32}},
+    "mask_40": {"masking": {"masked_lm_prob": 0.40, "max_predictions_per_seq": 52}},
+    # Geiping & Goldstein 2022, "Cramming", final configuration as far as it is a setting
+    # here: pre-LayerNorm blocks, no dropout, peak learning rate 1e-3, clipping 0.5, Adam
+    # beta2 0.98, 25% masking (not its one-cycle schedule nor its batch ramp).
     "cramming": {"config": {"pre_layer_norm": True, "hidden_dropout_prob": 0.0,
                             "attention_probs_dropout_prob": 0.0},
-                 "trainer": {"learning_rate": 1e-3, "clip_norm": 0.5}},
+                 "trainer": {"learning_rate": 1e-3, "clip_norm": 0.5, "adam_beta2": 0.98},
+                 "masking": {"masked_lm_prob": 0.25, "max_predictions_per_seq": 32}},
 }
 ESCAPE_NATS = 1.0  # below the unigram entropy
+
+
+class StopTraining(Exception):
+    """A variant reached --train_until."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -51,8 +66,12 @@ class Settings:
                               "as pretrain_from_text.py reads them.")
     work_dir: str = setting(help="Folder of the data and of every variant's run (reused).")
     variants: str = setting("recipe,cramming", help="Comma-separated, of "
-                            + ", ".join(VARIANTS) + ".")
-    steps: int = setting(1000, help="Training steps of every variant.")
+                            + ", ".join(VARIANTS) + "; parts joined with + combine.")
+    steps: int = setting(1000, help="Training steps of every variant's schedule (warm-up "
+                         "and decay), as a run of that length has it.")
+    train_until: Optional[int] = setting(None, help="Stop each variant at this step (default "
+                                         "--steps); a later run with a larger value goes "
+                                         "on, on the same schedule.")
     eval_every: int = setting(100, help="Steps between held-out evaluations (checkpoints).")
     report_steps: str = setting("800,2400,4400,9500", help="Steps at which held-out "
                                 "accuracy is reported (those above --steps are left out).")
@@ -61,8 +80,8 @@ class Settings:
 
 
 def prepare_data(settings):
-    """The documents, vocabulary, config and records, as pretrain_from_text.py makes them
-    for a run of `settings.steps` steps: {name: path or list of paths}."""
+    """The documents, vocabulary and config, as pretrain_from_text.py makes them, and the
+    duplicates a run of `settings.steps` steps needs (as the recipe's plan chooses them)."""
     from data_prep import corpus
     from tasks.pretraining import from_text
     out = os.path.join(settings.work_dir, "data")
@@ -70,15 +89,41 @@ def prepare_data(settings):
     files = corpus.expand_input_patterns(settings.input_text)
     train_text, heldout_text = from_text.prepare_text(files, out, settings.split_sentences)
     vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"], True)
-    config = from_text.bert_config(out, vocab)
-    records = os.path.join(out, "records")
-    heldout = [os.path.join(records, "heldout.tfrecord")]
-    from_text.write_records(heldout_text, heldout, vocab, True, 1, settings.seed + 1)
-    # The duplicates a run of this length needs (as the recipe's plan chooses them).
     plan = from_text.choose_plan(out, 1.0, os.path.getsize(train_text), 60.0 / settings.steps)
+    return {"dir": out, "train_text": train_text, "heldout_text": heldout_text,
+            "vocab": vocab, "config": from_text.bert_config(out, vocab),
+            "dupe_factor": plan.dupe_factor}
+
+
+def write_records(data, masking, settings):
+    """(training records, held-out records) masked as `masking` says (the recipe's when
+    empty). The held-out records are masked at the recipe's rate whatever the variant,
+    so that every variant is judged on the same predictions."""
+    from tasks.pretraining import from_text
+    chosen = {"masked_lm_prob": from_text.RECIPE["masked_lm_prob"],
+              "max_predictions_per_seq": from_text.RECIPE["max_predictions_per_seq"],
+              **masking}
+    name = "records-dupe{}-mask{masked_lm_prob:g}-{max_predictions_per_seq}".format(
+        data["dupe_factor"], **chosen)
+    records = os.path.join(data["dir"], name)
+    heldout = [os.path.join(records, "heldout.tfrecord")]
+    from_text.write_records(data["heldout_text"], heldout, data["vocab"], True, 1,
+                            settings.seed + 1, max_predictions_per_seq=chosen[
+                                "max_predictions_per_seq"])
     train = [os.path.join(records, f"train-{i:02d}.tfrecord") for i in range(2)]
-    from_text.write_records(train_text, train, vocab, True, plan.dupe_factor, settings.seed)
-    return {"config": config, "train": train, "heldout": heldout}
+    from_text.write_records(data["train_text"], train, data["vocab"], True,
+                            data["dupe_factor"], settings.seed, **chosen)
+    return train, heldout, chosen["max_predictions_per_seq"]
+
+
+def variant_changes(name):
+    """{"config": ..., "trainer": ..., "masking": ...} of variant `name` (parts joined
+    with "+")."""
+    changes = {"config": {}, "trainer": {}, "masking": {}}
+    for part in name.split("+"):
+        for kind, fields in VARIANTS[part].items():
+            changes[kind].update(fields)
+    return changes
 
 
 def train_variant(name, data, settings):
@@ -88,24 +133,36 @@ def train_variant(name, data, settings):
     from tasks.pretraining import from_text
     from training import metrics_log, runner
     from training.config import RuntimeConfig
-    change = VARIANTS[name]
+    change = variant_changes(name)
+    train, heldout, max_predictions = write_records(data, change["masking"], settings)
     out = os.path.join(settings.work_dir, name)
     os.makedirs(out, exist_ok=True)
     config_file = os.path.join(out, "bert_config.json")
     with open(data["config"], encoding="utf-8") as f:
-        config = dict(json.load(f), **change.get("config", {}))
+        config = dict(json.load(f), **change["config"])
     with open(config_file, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
     warmup = int(from_text.RECIPE["warmup_share"] * settings.steps)
-    task = from_text.pretraining_task(data["train"], data["heldout"], config_file,
-                                      settings.steps, warmup)
+    task = from_text.pretraining_task(train, heldout, config_file, settings.steps, warmup,
+                                      max_predictions_per_seq=max_predictions)
     task.main_metric = "masked_lm_accuracy"  # the runner evaluates at every checkpoint
     trainer = from_text.trainer_config(os.path.join(out, "run"), settings.steps,
                                        save_checkpoints_steps=settings.eval_every,
-                                       **change.get("trainer", {}))
-    runner.run(task, trainer, RuntimeConfig(seed=settings.seed), do_train=True, do_eval=True)
+                                       **change["trainer"])
+    until = settings.train_until or settings.steps
+
+    def stop(step, logs):  # after the step's checkpoint and evaluation
+        if step >= until:
+            raise StopTraining
+
+    try:
+        runner.run(task, trainer, RuntimeConfig(seed=settings.seed), do_train=True,
+                   do_eval=True, hooks=[stop])
+    except StopTraining:
+        pass
     events = metrics_log.read(os.path.join(out, "run", "metrics.jsonl"))
-    evaluations = sorted({e["step"]: e for e in events if e["event"] == "evaluation"}.items())
+    evaluations = sorted({e["step"]: e for e in events
+                          if e["event"] == "evaluation" and e["step"] <= until}.items())
     seconds = max(e.get("elapsed_seconds", 0) for e in events if e["event"] == "train")
     return task.unigram_entropy, evaluations, seconds
 
@@ -126,12 +183,14 @@ def accuracy_at(evaluations, step):
 
 
 def main(settings):
-    unknown = [v for v in settings.variants.split(",") if v not in VARIANTS]
+    unknown = [part for v in settings.variants.split(",") for part in v.split("+")
+               if part not in VARIANTS]
     if unknown:
         raise SystemExit(f"--variants: no variant {', '.join(unknown)} (known: "
                          f"{', '.join(VARIANTS)})")
     data = prepare_data(settings)
-    reports = [int(s) for s in settings.report_steps.split(",") if int(s) <= settings.steps]
+    until = settings.train_until or settings.steps
+    reports = [int(s) for s in settings.report_steps.split(",") if int(s) <= until]
     rows = []
     for name in settings.variants.split(","):
         entropy, evaluations, seconds = train_variant(name, data, settings)
@@ -139,7 +198,8 @@ def main(settings):
         print(f"{name}: " + ", ".join(f"{step} {r['masked_lm_loss']:.2f}"
                                       for step, r in evaluations), flush=True)
     print(f"\nCPU: {harness.cpu_model()} ({harness.isa()}), {os.cpu_count()} cores; "
-          f"{settings.steps} steps each, held-out evaluation every {settings.eval_every}.")
+          f"{until} steps each of a {settings.steps}-step schedule, held-out evaluation "
+          f"every {settings.eval_every}.")
     print(f"Escape: the held-out masked-LM loss {ESCAPE_NATS:g} nat below the masked "
           f"tokens' unigram entropy ({rows[0][1]:.2f} nats).\n")
     print("| variant | escape step | " + " | ".join(f"accuracy at {s} (%)" for s in reports)
@@ -149,7 +209,7 @@ def main(settings):
         escape = escape_step(entropy, evaluations)
         cells = [f"{a:.1f}" if a is not None else "" for a in
                  (accuracy_at(evaluations, s) for s in reports)]
-        print(f"| {name} | {escape if escape else f'> {settings.steps}'} | "
+        print(f"| {name} | {escape if escape else f'> {until}'} | "
               + " | ".join(cells)
               + f" | {evaluations[-1][1]['masked_lm_loss']:.2f} | {seconds / 60:.0f} |")
 

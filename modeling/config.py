@@ -38,10 +38,14 @@ _FIELDS = {
     "initializer_range": (0.02, float),
     "causal_attention": (False, bool),
     "pre_layer_norm": (False, bool),
+    "pooling": ("cls", str),
 }
+# What the pooled output (the classifier's input) summarises: the original's [CLS] vector,
+# or the mean of the real tokens' vectors; either through the same tanh dense layer.
+POOLINGS = ("cls", "mean")
 # Fields the original's bert_config.json does not have: written only when not at their
 # default, so that a config of the original's kind reads and writes back unchanged.
-_NEW_FIELDS = ("causal_attention", "pre_layer_norm")
+_NEW_FIELDS = ("causal_attention", "pre_layer_norm", "pooling")
 
 # Hugging Face names its exact (erf) gelu "gelu", while the original release's "gelu" is the
 # tanh approximation (modeling.py at HEAD). A config read from a Hugging Face file therefore
@@ -92,6 +96,14 @@ class BertConfig:
             collapsing, as short pre-training runs need. Not in the original, and not
             convertible to Hugging Face's BERT; written to the file only when true.
             Defaults to False.
+        pooling: str. What the pooled output (the input of the classifier, the
+            multiple-choice scorer and the next-sentence head) summarises: "cls", the
+            [CLS] vector (the original's), or "mean", the mean of the real tokens' vectors
+            (sentence-transformers' mean pooling; Cramming's `pooler: avg`), each through
+            the same tanh dense layer. A model's choice travels with its bert_config.json
+            into fine-tuning and export. Not in the original, and not convertible to
+            Hugging Face's BERT (its pooler reads [CLS]); written to the file only when
+            not "cls". Defaults to "cls".
         source: str or None. File the config came from, quoted in error messages.
         **extra: Unknown keys, kept (and written back) but not used.
     """
@@ -100,7 +112,8 @@ class BertConfig:
                  num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  max_position_embeddings=512, type_vocab_size=16, initializer_range=0.02,
-                 causal_attention=False, pre_layer_norm=False, source=None, **extra):
+                 causal_attention=False, pre_layer_norm=False, pooling="cls", source=None,
+                 **extra):
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -114,6 +127,7 @@ class BertConfig:
         self.initializer_range = initializer_range
         self.causal_attention = causal_attention
         self.pre_layer_norm = pre_layer_norm
+        self.pooling = pooling
         self.source = source
         self.extra = dict(extra)
         self.validate()
@@ -216,6 +230,13 @@ class BertConfig:
         if not (self.initializer_range > 0 and math.isfinite(self.initializer_range)):
             raise BertConfigError(f"{where}: field 'initializer_range' must be a positive "
                                   f"number, got {self.initializer_range}.")
+        if self.pooling not in POOLINGS:
+            raise BertConfigError(f"{where}: field 'pooling' is '{self.pooling}'; use one of: "
+                                  f"{', '.join(POOLINGS)} (or leave it out: 'cls').")
+        if self.pooling != "cls" and self.causal_attention:
+            raise BertConfigError(f"{where}: field 'pooling' is '{self.pooling}' but "
+                                  f"'causal_attention' is true, whose pooled output is the "
+                                  f"last real token's: leave 'pooling' out.")
         if self.hidden_act not in SUPPORTED_ACTIVATIONS:
             raise BertConfigError(
                 f"{where}: field 'hidden_act' is '{self.hidden_act}', which is not a known "
@@ -252,6 +273,7 @@ class BertConfig:
             initializer_range=self.initializer_range,
             causal_attention=self.causal_attention,
             pre_layer_norm=self.pre_layer_norm,
+            pooling=self.pooling,
         )
 
     def __eq__(self, other):

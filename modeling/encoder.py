@@ -24,6 +24,7 @@ _CONFIG_FIELDS = {
     "max_position_embeddings": "max_position_embeddings",
     "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
     "causal_attention": "causal_attention", "pre_layer_norm": "pre_layer_norm",
+    "pooling": "pooling",
 }
 
 
@@ -49,6 +50,8 @@ class BertEncoder(keras.Model):
         initializer_range: float. Defaults to 0.02.
         causal_attention, pre_layer_norm: bool. Options that are not the original's (see
             `BertConfig`). Default False.
+        pooling: str. "cls" (the original's) or "mean": what "pooled_output" summarises
+            (see `BertConfig`). Default "cls".
 
     Call arguments:
         inputs: dict of int32 Tensors of shape [batch_size, seq_length]: "input_ids",
@@ -63,7 +66,8 @@ class BertEncoder(keras.Model):
 
     Returns:
         dict with "sequence_output" (float [batch_size, seq_length, hidden_size], the last
-        block), "pooled_output" (float [batch_size, hidden_size], tanh dense on [CLS]),
+        block), "pooled_output" (float [batch_size, hidden_size], tanh dense on [CLS], or
+        on the real tokens' mean with `pooling="mean"`),
         "encoder_outputs" (list of num_layers float [batch_size, seq_length, hidden_size],
         one per block) and "embedding_output" (float [batch_size, seq_length, hidden_size]).
 
@@ -88,7 +92,7 @@ class BertEncoder(keras.Model):
                  hidden_dropout_prob=None, attention_probs_dropout_prob=None,
                  max_position_embeddings=None, type_vocab_size=None,
                  initializer_range=None, causal_attention=None, pre_layer_norm=None,
-                 dtype=None, **kwargs):
+                 pooling=None, dtype=None, **kwargs):
         given = dict(hidden_size=hidden_size, num_layers=num_layers,
                      num_attention_heads=num_attention_heads,
                      intermediate_size=intermediate_size, hidden_act=hidden_act,
@@ -96,14 +100,15 @@ class BertEncoder(keras.Model):
                      attention_probs_dropout_prob=attention_probs_dropout_prob,
                      max_position_embeddings=max_position_embeddings,
                      type_vocab_size=type_vocab_size, initializer_range=initializer_range,
-                     causal_attention=causal_attention, pre_layer_norm=pre_layer_norm)
+                     causal_attention=causal_attention, pre_layer_norm=pre_layer_norm,
+                     pooling=pooling)
         config = _resolve_config(vocab_size, {k: v for k, v in given.items()
                                               if v is not None})
         embeddings, blocks, final_norm, pooler = _make_layers(config, dtype)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         outputs = _forward(embeddings, blocks, final_norm, pooler, inputs,
-                           config.causal_attention)
+                           config.causal_attention, pooling=config.pooling)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         self.vocab_size = config.vocab_size
         for argument, field in _CONFIG_FIELDS.items():
@@ -125,7 +130,8 @@ class BertEncoder(keras.Model):
             return _forward(self.embeddings, self.transformer_layers, self.final_layer_norm,
                             self.pooler, {name: ops.convert_to_tensor(inputs[name], "int32")
                                           for name in INPUT_NAMES},
-                            self._bert_config.causal_attention, training, skip_padding=True)
+                            self._bert_config.causal_attention, training, skip_padding=True,
+                            pooling=self._bert_config.pooling)
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -196,11 +202,12 @@ def _make_layers(c, dtype):
 
 
 def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, training=None,
-             skip_padding=False):
+             skip_padding=False, pooling="cls"):
     """The encoder's outputs from its layers and `inputs` (symbolic, to build the
     functional model, or tensors). `causal`: each position attends to itself and those
     before it, and the pooled vector is the last real token's (the one that has seen the
-    whole sequence) instead of [CLS]'s. `skip_padding`: see `BertEncoder`."""
+    whole sequence) instead of [CLS]'s. `skip_padding`: see `BertEncoder`. `pooling`:
+    "mean" pools the mean of the real tokens' vectors instead of [CLS]'s."""
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
                                   training=training)
     mask_adder = attention_mask_adder(inputs["input_mask"])
@@ -232,6 +239,10 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
         last = ops.maximum(ops.sum(inputs["input_mask"], axis=1) - 1, 0)
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)
         summary = ops.squeeze(summary, 1)
+    elif pooling == "mean":  # the real tokens' mean, summed in float32
+        weights = ops.cast(ops.expand_dims(inputs["input_mask"], -1), "float32")
+        count = ops.maximum(ops.sum(weights, axis=1), 1.0)
+        summary = ops.cast(ops.sum(ops.cast(x, "float32") * weights, axis=1) / count, x.dtype)
     else:
         summary = ops.take(x, 0, axis=1)  # the [CLS] vector
     return {"sequence_output": x,

@@ -80,6 +80,11 @@ def architecture(model):
         raise ValueError("pre_layer_norm is true in this model's config: Hugging Face's BERT "
                          "has post-LayerNorm blocks only, so it cannot hold this model; export "
                          "a SavedModel (export_saved_model.py) or keep the checkpoint.")
+    pooling = getattr(model, "encoder", model).bert_config().pooling
+    if pooling != "cls" and getattr(model, "hf_has_pooler", True):
+        raise ValueError(f"pooling is '{pooling}' in this model's config: Hugging Face's BERT "
+                         "pools the [CLS] vector only, so its answers would differ; export a "
+                         "SavedModel (export_saved_model.py) or keep the checkpoint.")
     return name
 
 

@@ -39,7 +39,7 @@ def softmax(x):
 def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     """Returns dict like BertEncoder's, computed in float64. With `cfg["causal_attention"]`
     a query attends to keys at or before it only, and the pooled vector is the last real
-    token's."""
+    token's; with `cfg["pooling"] == "mean"`, the real tokens' average."""
     w = {k: np.asarray(v, np.float64) for k, v in w.items()}
     H, N = cfg["hidden_size"], cfg["num_attention_heads"]
     D = H // N
@@ -84,7 +84,12 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     if cfg.get("pre_layer_norm", False):
         x = layer_norm(x, w["bert/encoder/LayerNorm/gamma"], w["bert/encoder/LayerNorm/beta"])
         layers[-1] = x
-    summary = x[np.arange(B), input_mask.sum(1) - 1] if causal else x[:, 0]
+    if causal:  # the last real token
+        summary = x[np.arange(B), input_mask.sum(1) - 1]
+    elif cfg.get("pooling", "cls") == "mean":  # the average of the real tokens
+        summary = np.stack([x[b, input_mask[b] > 0].mean(0) for b in range(B)])
+    else:  # [CLS]
+        summary = x[:, 0]
     pooled = np.tanh(summary @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": layers,
             "embedding_output": emb}

@@ -60,6 +60,7 @@ def test_flag_file_is_read_by_its_script(parsed, name):
 def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
     """configs/pretraining_cpu_1h.cfg holds the values `pretrain_from_text.py` uses."""
     from tasks.pretraining.from_text import RECIPE
+    from training.config import TrainerConfig
     flags = dict(line.lstrip("-").split("=", 1) for line in open(
         os.path.join(ROOT, "configs", "pretraining_cpu_1h.cfg"), encoding="utf-8")
         if line.startswith("--") and "=" in line)
@@ -67,5 +68,7 @@ def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
                 "optimizer"):
         assert flags[key].strip() == str(RECIPE[key]), key
     assert float(flags["learning_rate"]) == RECIPE["learning_rate"]
+    default_beta2 = TrainerConfig.__dataclass_fields__["adam_beta2"].default
+    assert float(flags.get("adam_beta2", default_beta2)) == RECIPE["adam_beta2"]
     steps, warmup = int(flags["num_train_steps"]), int(flags["num_warmup_steps"])
     assert warmup == int(RECIPE["warmup_share"] * steps)

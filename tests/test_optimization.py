@@ -168,3 +168,30 @@ def test_on_one_device_each_variable_is_updated_by_one_fused_kernel():
         results[fused] = [v.numpy() for v in variables]
     for a, b in zip(results[True], results[False]):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["adamw_original", "adamw"])
+def test_adam_beta2_setting_reaches_the_update(name, tiny_config_dict):
+    """--adam_beta2 sets the second-moment decay: after one step of gradient 1 at peak rate
+    lr (no warm-up), the original's Adam (no bias correction) moves a weight by
+    lr * 0.1 / sqrt(1 - beta2); bias-corrected Adam by lr whatever beta2."""
+    from training.config import TrainerConfig
+    from training.runner import make_optimizer
+    model = BertPretrainer(BertConfig(**tiny_config_dict))
+    trainer = TrainerConfig(output_dir="unused", learning_rate=0.01, optimizer=name,
+                            weight_decay_rate=0.0, adam_beta2=0.98)
+    optimizer = make_optimizer(model, trainer, num_train_steps=10**6, num_warmup_steps=0)
+    variable = model.trainable_variables[0]
+    before = variable.numpy().copy()
+    grads = [np.ones(v.shape, np.float32) if v is variable else np.zeros(v.shape, np.float32)
+             for v in model.trainable_variables]
+    optimizer.apply(grads, model.trainable_variables)
+    moved = before - variable.numpy()
+    want = 0.01 * 0.1 / np.sqrt(0.02) if name == "adamw_original" else 0.01
+    np.testing.assert_allclose(moved, np.full_like(moved, want), rtol=1e-4)
+
+
+def test_adam_beta2_out_of_range_names_the_flag():
+    from training.config import TrainerConfig
+    with pytest.raises(ValueError, match=r"--adam_beta2=1\.0: must be at least 0 and below 1"):
+        TrainerConfig(output_dir="unused", adam_beta2=1.0)

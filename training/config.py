@@ -79,6 +79,7 @@ BATCH = (lambda value: 1 <= value <= LARGEST_BATCH, f"between 1 and {LARGEST_BAT
 STEPS = (lambda value: 1 <= value <= LARGEST_STEPS, f"between 1 and {LARGEST_STEPS:,}")
 NON_NEGATIVE = (at_least(0), "0 or more")
 FRACTION = (fraction, "between 0 and 1")
+BETA = (lambda value: 0 <= value < 1, "at least 0 and below 1")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -134,6 +135,9 @@ class TrainerConfig:
         "variables).")
     clip_norm: float = setting(1.0, recorded=True,
                                help="Global-norm gradient clipping; 0 for none.")
+    adam_beta2: float = setting(
+        0.999, recorded=True, help="Decay of the optimizer's second-moment average (the "
+        "original's 0.999; short pre-training runs use 0.98, as Cramming and RoBERTa).")
     gradient_accumulation_steps: int = setting(
         1, recorded=True, help="Split each replica's batch into N micro-batches and sum "
         "their gradients: the same update as the whole batch, with N times less "
@@ -159,6 +163,7 @@ class TrainerConfig:
                              f"{', '.join(PREDICT_FROM)}.")
         check(self, {"train_batch_size": BATCH, "learning_rate": POSITIVE,
                      "weight_decay_rate": NON_NEGATIVE, "clip_norm": NON_NEGATIVE,
+                     "adam_beta2": BETA,
                      "gradient_accumulation_steps": WHOLE_POSITIVE,
                      "save_checkpoints_steps": WHOLE_POSITIVE,
                      "iterations_per_loop": WHOLE_POSITIVE, "log_steps": NON_NEGATIVE,

@@ -236,6 +236,15 @@ def _write_results(task, path, results):
     file_io.atomic_write_text(path, text)
 
 
+def make_optimizer(model, trainer, num_train_steps, num_warmup_steps, loss_scale=False):
+    """The optimizer of `trainer`'s settings (a `TrainerConfig`) for `model`, on the
+    schedule of `num_train_steps` with `num_warmup_steps` of warm-up."""
+    return create_optimizer(model, trainer.learning_rate, num_train_steps, num_warmup_steps,
+                            optimizer=trainer.optimizer,
+                            weight_decay_rate=trainer.weight_decay_rate,
+                            beta_2=trainer.adam_beta2, loss_scale=loss_scale)
+
+
 def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, hooks=()):
     """Trains `model` on `task` to its last step, resuming from `trainer.output_dir`.
 
@@ -249,10 +258,8 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
                      plan.num_examples, plan.num_train_steps, plan.num_warmup_steps,
                      trainer.train_batch_size)
     with strategy.scope():
-        optimizer = create_optimizer(model, trainer.learning_rate, plan.num_train_steps,
-                                     plan.num_warmup_steps, optimizer=trainer.optimizer,
-                                     weight_decay_rate=trainer.weight_decay_rate,
-                                     loss_scale=loss_scale)
+        optimizer = make_optimizer(model, trainer, plan.num_train_steps,
+                                   plan.num_warmup_steps, loss_scale)
     trainer_loop = loop.Trainer(
         strategy, model, task, optimizer, trainer.output_dir,
         gradient_accumulation_steps=trainer.gradient_accumulation_steps,
@@ -266,7 +273,7 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
         plan.dataset_fn, plan.num_train_steps, steps_per_loop=trainer.iterations_per_loop,
         save_checkpoints_steps=trainer.save_checkpoints_steps, log_steps=trainer.log_steps,
         global_batch_size=trainer.train_batch_size,
-        hooks=list(hooks) + task.training_hooks() + ([keeper] if keeper else []),
+        hooks=task.training_hooks() + ([keeper] if keeper else []) + list(hooks),
         flag_record=run_flags.recorded_values(runtime, trainer, task.config))
     return logs, keeper
 
@@ -280,7 +287,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
         trainer: `training.config.TrainerConfig`.
         runtime: `training.config.RuntimeConfig`.
         do_train, do_eval, do_predict: bool. The stages to run.
-        hooks: callables `hook(step, logs)` run after each training loop.
+        hooks: callables `hook(step, logs)` run after each training loop (after the
+            loop's checkpoint and its evaluation, with `do_eval`).
         prepared: bool. `task.prepare` was called already for these stages (a grid's
             runs share one task's inputs, `training.grid`).
 

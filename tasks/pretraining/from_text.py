@@ -39,11 +39,13 @@ RECIPE = {
               "type_vocab_size": 2, "initializer_range": 0.02},
     "vocab_size": 8192,
     "max_seq_length": 128,
+    "masked_lm_prob": 0.15,
     "max_predictions_per_seq": 20,
     "objective": "mlm",
     "train_batch_size": 32,
     "learning_rate": 3e-4,
     "optimizer": "adamw_original",
+    "adam_beta2": 0.999,
     "warmup_share": 0.06,
     "max_dupe_factor": 10,
 }
@@ -270,15 +272,19 @@ def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
     return path
 
 
-def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed):
+def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed,
+                  masked_lm_prob=RECIPE["masked_lm_prob"],
+                  max_predictions_per_seq=RECIPE["max_predictions_per_seq"]):
     """The pre-training TFRecords of `text_file` (once: they appear complete or not at
-    all), fast mode, masked LM as the recipe says."""
+    all), fast mode, masked LM as the recipe says (or at `masked_lm_prob`, with up to
+    `max_predictions_per_seq` predictions a sequence)."""
     from data_prep import fast_pretraining
     from data_prep.pretraining_instances import InstanceParams
     if all(os.path.exists(path) for path in output_files):
         return
     params = InstanceParams(max_seq_length=RECIPE["max_seq_length"],
-                            max_predictions_per_seq=RECIPE["max_predictions_per_seq"])
+                            masked_lm_prob=masked_lm_prob,
+                            max_predictions_per_seq=max_predictions_per_seq)
     jobs = fast_pretraining.split_jobs(
         fast_pretraining.plan_pieces([text_file]), output_files,
         record_workers(os.path.getsize(text_file), dupe_factor),
@@ -355,14 +361,15 @@ def shortfall(plan):
 
 
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
-                     objective=RECIPE["objective"]):
+                     objective=RECIPE["objective"],
+                     max_predictions_per_seq=RECIPE["max_predictions_per_seq"]):
     """The pre-training task of the recipe on these records."""
     from tasks.pretraining.config import PretrainingConfig
     from tasks.pretraining.task import PretrainingTask
     return PretrainingTask(PretrainingConfig(
         input_file=",".join(records), eval_input_file=",".join(heldout_records),
         bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],
-        max_predictions_per_seq=RECIPE["max_predictions_per_seq"], num_train_steps=steps,
+        max_predictions_per_seq=max_predictions_per_seq, num_train_steps=steps,
         num_warmup_steps=warmup, objective=objective,
         # The held-out figure the command prints covers up to 100 x 64 instances (the
         # recipe's corpus holds 829), not 800 of them (the default batch of 8).
@@ -373,6 +380,7 @@ def trainer_config(output_dir, steps, **overrides):
     from training.config import TrainerConfig
     settings = dict(output_dir=output_dir, train_batch_size=RECIPE["train_batch_size"],
                     learning_rate=RECIPE["learning_rate"], optimizer=RECIPE["optimizer"],
+                    adam_beta2=RECIPE["adam_beta2"],
                     save_checkpoints_steps=max(100, steps // 10), log_steps=100,
                     iterations_per_loop=100)
     settings.update(overrides)
