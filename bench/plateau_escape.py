@@ -28,8 +28,8 @@ from typing import Optional
 from bench import harness
 from common.settings import setting
 
-# Each variant: fields of the recipe's bert_config.json, of its trainer, and of its
-# records' masking, changed. Variants join with "+" (`no_dropout+mask_25`): each measured
+# Each variant: fields of the recipe's bert_config.json, of its trainer, of its records'
+# masking and of its task, changed. Variants join with "+" (`no_dropout+mask_25`): each measured
 # alone, then together.
 VARIANTS = {
     "recipe": {},
@@ -45,6 +45,8 @@ VARIANTS = {
     # at the share of a full sequence of 128.
     "mask_25": {"masking": {"masked_lm_prob": 0.25, "max_predictions_per_seq": 32}},
     "mask_40": {"masking": {"masked_lm_prob": 0.40, "max_predictions_per_seq": 52}},
+    # ALBERT's sentence-order prediction beside the masked LM (Lan et al. 2019).
+    "sop": {"masking": {"sentence_order": True}, "task": {"objective": "mlm_nsp"}},
     # Geiping & Goldstein 2022, "Cramming", final configuration as far as it is a setting
     # here: pre-LayerNorm blocks, no dropout, peak learning rate 1e-3, clipping 0.5, Adam
     # beta2 0.98, 25% masking (not its one-cycle schedule nor its batch ramp).
@@ -102,9 +104,9 @@ def write_records(data, masking, settings):
     from tasks.pretraining import from_text
     chosen = {"masked_lm_prob": from_text.RECIPE["masked_lm_prob"],
               "max_predictions_per_seq": from_text.RECIPE["max_predictions_per_seq"],
-              **masking}
+              "sentence_order": False, **masking}
     name = "records-dupe{}-mask{masked_lm_prob:g}-{max_predictions_per_seq}".format(
-        data["dupe_factor"], **chosen)
+        data["dupe_factor"], **chosen) + ("-sop" if chosen["sentence_order"] else "")
     records = os.path.join(data["dir"], name)
     heldout = [os.path.join(records, "heldout.tfrecord")]
     from_text.write_records(data["heldout_text"], heldout, data["vocab"], True, 1,
@@ -117,9 +119,9 @@ def write_records(data, masking, settings):
 
 
 def variant_changes(name):
-    """{"config": ..., "trainer": ..., "masking": ...} of variant `name` (parts joined
-    with "+")."""
-    changes = {"config": {}, "trainer": {}, "masking": {}}
+    """{"config": ..., "trainer": ..., "masking": ..., "task": ...} of variant `name`
+    (parts joined with "+")."""
+    changes = {"config": {}, "trainer": {}, "masking": {}, "task": {}}
     for part in name.split("+"):
         for kind, fields in VARIANTS[part].items():
             changes[kind].update(fields)
@@ -144,7 +146,8 @@ def train_variant(name, data, settings):
         json.dump(config, f, indent=1)
     warmup = int(from_text.RECIPE["warmup_share"] * settings.steps)
     task = from_text.pretraining_task(train, heldout, config_file, settings.steps, warmup,
-                                      max_predictions_per_seq=max_predictions)
+                                      max_predictions_per_seq=max_predictions,
+                                      **change["task"])
     task.main_metric = "masked_lm_accuracy"  # the runner evaluates at every checkpoint
     trainer = from_text.trainer_config(os.path.join(out, "run"), settings.steps,
                                        save_checkpoints_steps=settings.eval_every,

@@ -56,6 +56,10 @@ class CreationSettings(Vocabulary, SequenceLength):
                                        "their token.")
     short_seq_prob: float = setting(0.1, help="Probability of creating sequences shorter "
                                     "than the maximum length.")
+    sentence_order: bool = setting(False, help="Label 1 is segments A and B in swapped "
+                                   "order instead of B from another document (ALBERT's "
+                                   "sentence-order prediction; train with "
+                                   "--objective=mlm_nsp). Not the original's.")
     mode: str = setting("fast", choices=("fast", "original"),
                         help="'original': identical output to the original script; "
                         "'fast': same algorithm, parallel and streamed.")
@@ -89,7 +93,8 @@ def _params():
                           max_predictions_per_seq=FLAGS.max_predictions_per_seq,
                           do_whole_word_mask=FLAGS.do_whole_word_mask,
                           mask_token_prob=FLAGS.mask_token_prob,
-                          random_token_prob=FLAGS.random_token_prob)
+                          random_token_prob=FLAGS.random_token_prob,
+                          sentence_order=FLAGS.sentence_order)
 
 
 def _validate():

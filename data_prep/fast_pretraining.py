@@ -125,7 +125,7 @@ def piece_tokens(values, splits, is_break):
 
 def chunk_spans(tokens, params, dupe_factor, rng):
     """The original's segment-A/B construction, on token offsets: returns arrays
-    (a_lo, a_hi, b_lo, b_hi, is_random_next) of spans of `tokens.flat`, before truncation,
+    (a_lo, a_hi, b_lo, b_hi, label) of spans of `tokens.flat`, before truncation,
     document by document and pass by pass (each document's instances in order).
 
     Same rules as `pretraining_instances.create_instances_from_document`: a target length
@@ -133,7 +133,8 @@ def chunk_spans(tokens, params, dupe_factor, rng):
     whole segments up to the first that reaches the target (or the document's end), a
     uniform split point, B the rest of the chunk or (always for a one-segment chunk, else
     with probability 1/2) segments of another random document from a random start, up to
-    the target length, with the chunk's unused segments put back.
+    the target length, with the chunk's unused segments put back. With
+    `params.sentence_order`, the coin instead swaps A and B of a longer chunk (label 1).
 
     Every (pass, document) walks its document as a chain; all chains take their next
     chunk together, one NumPy step per chunk, drawing from this piece's `rng`
@@ -158,21 +159,26 @@ def chunk_spans(tokens, params, dupe_factor, rng):
         draws = rng.random((2, len(c)))
         # A: segments c..a_end-1, at least one; B gets at least one of a longer chunk.
         a_end = c + 1 + (draws[0] * (i - c)).astype(np.int64)
-        rand = (i == c) | (draws[1] < 0.5)
-        steps.append((chain, c, a_end, i, rand, target))
+        coin = draws[1] < 0.5
+        rand = (i == c) | (coin & (not params.sentence_order))
+        swap = (i > c) & coin & params.sentence_order
+        steps.append((chain, c, a_end, i, rand, swap, target))
         c = np.where(rand, a_end, i + 1)  # random next: the unused segments are put back
         walking = c <= last
         if not walking.all():
             chain, c, last, target = chain[walking], c[walking], last[walking], target[walking]
-    chain, c, a_end, i, rand, target = (np.concatenate(x) for x in zip(*steps))
+    chain, c, a_end, i, rand, swap, target = (np.concatenate(x) for x in zip(*steps))
     order = np.argsort(chain, kind="stable")
-    chain, c, a_end, i, rand, target = (x[order] for x in (chain, c, a_end, i, rand, target))
+    chain, c, a_end, i, rand, swap, target = (
+        x[order] for x in (chain, c, a_end, i, rand, swap, target))
     a_lo, a_hi = seg_start[c], seg_end[a_end - 1]
     b_lo, b_hi = seg_start[np.minimum(a_end, len(seg_start) - 1)], seg_end[i]
     r = np.flatnonzero(rand)
     b_lo[r], b_hi[r] = _random_segments(tokens, chain[r] % num_docs,
                                         target[r] - (a_hi[r] - a_lo[r]), rng)
-    return a_lo, a_hi, b_lo, b_hi, rand
+    w = np.flatnonzero(swap)  # sentence order: the chunk's parts swapped
+    a_lo[w], a_hi[w], b_lo[w], b_hi[w] = b_lo[w], b_hi[w], a_lo[w], a_hi[w]
+    return a_lo, a_hi, b_lo, b_hi, rand | swap
 
 
 def _below(rng, high, size=None):

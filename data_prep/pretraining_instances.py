@@ -17,7 +17,8 @@ draw is made from one `random.Random` in the original's order:
 Work is done on token ids rather than strings (the draws do not depend on which it is), so
 documents are lists of segments, each a list of WordPiece ids.
 
-Instance layout (segment B is the true continuation, or a random one with label 1):
+Instance layout (segment B is the true continuation, or a random one with label 1; with
+`InstanceParams.sentence_order`, label 1 is A and B swapped):
 ```
 [CLS] a1 a2 ... [SEP] b1 b2 ... [SEP]
   0   0  0  ...   0   1  1  ...   1
@@ -38,7 +39,8 @@ class TrainingInstance:
         segment_ids: list of int, 0 for [CLS] A [SEP], 1 for B [SEP].
         masked_lm_positions: list of int, sorted.
         masked_lm_ids: list of int, the original ids at those positions.
-        is_random_next: bool, True when B is a random segment (label 1).
+        is_random_next: bool, True when B is a random segment (label 1); with
+            `InstanceParams.sentence_order`, also when A and B are swapped.
     """
     input_ids: list
     segment_ids: list
@@ -87,6 +89,11 @@ class InstanceParams:
     # a random vocabulary entry with `random_token_prob`, itself with the rest.
     mask_token_prob: float = 0.8
     random_token_prob: float = 0.1
+    # Not the original's: label 1 is segments A and B of one chunk in swapped order instead
+    # of B from another document (sentence-order prediction, ALBERT: Lan et al. 2019,
+    # https://arxiv.org/abs/1909.11942, as its create_pretraining_data.py does); a
+    # one-segment chunk still takes B from another document.
+    sentence_order: bool = False
 
     def keep_given_not_masked(self):
         """The original's second draw: a position not turned into [MASK] stays itself when
@@ -176,7 +183,8 @@ def create_instances_from_document(documents, document_index, vocab_info, params
                     a_end = rng.randint(1, len(current_chunk) - 1)
                 tokens_a = list(itertools.chain.from_iterable(current_chunk[:a_end]))
                 tokens_b = []
-                if len(current_chunk) == 1 or rng.random() < 0.5:
+                if len(current_chunk) == 1 or (not params.sentence_order
+                                               and rng.random() < 0.5):
                     is_random_next = True
                     target_b_length = target_seq_length - len(tokens_a)
                     # Up to 10 tries to find another document (the same one is used if
@@ -193,6 +201,10 @@ def create_instances_from_document(documents, document_index, vocab_info, params
                             break
                     # Put the unused segments back, so they start the next chunk.
                     i -= len(current_chunk) - a_end
+                elif params.sentence_order and rng.random() < 0.5:
+                    is_random_next = True  # label 1: the chunk's two parts swapped
+                    tokens_b = tokens_a
+                    tokens_a = list(itertools.chain.from_iterable(current_chunk[a_end:]))
                 else:
                     is_random_next = False
                     tokens_b = list(itertools.chain.from_iterable(current_chunk[a_end:]))

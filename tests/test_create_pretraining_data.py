@@ -188,6 +188,36 @@ def test_whole_word_masking_never_splits_a_word(data, mode):
     assert n_groups > 100  # multi-piece words really were masked whole
 
 
+@pytest.mark.parametrize("mode", ["original", "fast"])
+def test_sentence_order_records_swap_a_documents_two_parts(data, mode):
+    """--sentence_order: with sequences longer than any document (no truncation, no
+    short targets) every instance is one whole document cut in two: A then B (label 0),
+    or B then A (label 1), about half each."""
+    from text.tokenization import FullTokenizer
+    tmp, vocab_file, vocab, corpus = data
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
+    documents = set()
+    for text in open(corpus, encoding="utf-8").read().split("\n\n"):
+        documents.add(tuple(i for line in text.splitlines() for i in
+                            tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))))
+    out = str(tmp / f"sop-{mode}.tfrecord")
+    run_cli(mode=mode, num_workers=1, input_file=corpus, output_file=out,
+            vocab_file=vocab_file, dupe_factor=1, max_seq_length=1024, short_seq_prob=0,
+            sentence_order=True)
+    labels = []
+    for e in records.read_examples(out):
+        n, k = sum(e["input_mask"]), int(sum(e["masked_lm_weights"]))
+        ids = list(e["input_ids"][:n])
+        for p, label in zip(e["masked_lm_positions"][:k], e["masked_lm_ids"][:k]):
+            ids[p] = label
+        a_len = list(e["segment_ids"][:n]).index(1) - 2  # [CLS] A [SEP]
+        a, b = tuple(ids[1:1 + a_len]), tuple(ids[2 + a_len:n - 1])
+        label = e["next_sentence_labels"][0]
+        assert (b + a if label else a + b) in documents
+        labels.append(label)
+    assert len(labels) == len(documents) and 0.35 < np.mean(labels) < 0.65
+
+
 def test_fast_mode_is_deterministic_and_reads_every_document_once(data):
     tmp, vocab_file, vocab, corpus = data
     outs = []

@@ -83,6 +83,33 @@ def test_chunks_follow_the_original_rules(seed):
     assert 0.4 < rand.mean() < 0.8  # half of multi-segment chunks, all single ones
 
 
+def test_sentence_order_swaps_the_parts_of_a_chunk():
+    """With `sentence_order`, B never comes from another document unless the chunk is
+    one segment; label 1 is the chunk's two parts swapped (B's text right before A's),
+    label 0 the parts in order; about half of the longer chunks are swapped."""
+    rng = np.random.default_rng(0)
+    documents = [rng.integers(1, 20, rng.integers(2, 30)).tolist() for _ in range(12)]
+    tokens = piece_of(documents)
+    params = InstanceParams(max_seq_length=64, short_seq_prob=0.0, sentence_order=True)
+    a_lo, a_hi, b_lo, b_hi, label = fp.chunk_spans(tokens, params, 3, rng)
+    swapped = label & (a_lo == b_hi)
+    in_order = ~label & (b_lo == a_hi)
+    assert (swapped | in_order | label).all() and not (swapped & in_order).any()
+    one_segment = label & ~swapped  # B from another document: a one-segment chunk
+    ends = set(tokens.seg_end.tolist())
+    starts = set(tokens.seg_start.tolist())
+    assert all(lo in starts and hi in ends and
+               not any(lo < e < hi for e in ends) for lo, hi in
+               zip(a_lo[one_segment], a_hi[one_segment]))
+    longer = swapped | in_order
+    assert 0.4 < swapped[longer].mean() < 0.6
+    # Without it, the original's rule: the coin draws B from another document.
+    original = InstanceParams(max_seq_length=64, short_seq_prob=0.0)
+    a_lo, a_hi, b_lo, b_hi, label = fp.chunk_spans(tokens, original, 3,
+                                                   np.random.default_rng(0))
+    assert label.mean() > 0.4 and (b_lo[~label] == a_hi[~label]).all()
+
+
 def test_short_targets_are_drawn_per_walk():
     tokens = piece_of([[3] * 200])
     params = InstanceParams(max_seq_length=128, short_seq_prob=1.0)

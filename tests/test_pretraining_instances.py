@@ -100,6 +100,45 @@ def test_random_next_put_back_truncation_and_masking():
     assert second.is_random_next is False
 
 
+def test_sentence_order_swaps_a_and_b_for_label_1():
+    """ALBERT's sentence-order prediction: the coin that would draw a random B swaps the
+    chunk's two parts instead (label 1), or leaves them in order (label 0); a one-segment
+    chunk still takes B from another document."""
+    documents = [[[10, 11], [12], [13, 14, 15]], [[20, 21]], [[30, 31, 32, 33]]]
+    swapped = ScriptedRng([
+        ("random", (), 0.5),          # target 7
+        ("randint", (1, 2), 2),       # A = the first two segments
+        ("random", (), 0.2),          # < 0.5: swapped
+        ("shuffle", (6,), [0, 1, 2, 3, 4, 5]), ("random", (), 0.9), ("random", (), 0.3),
+    ])
+    params = InstanceParams(max_seq_length=10, short_seq_prob=0.1, masked_lm_prob=0.15,
+                            max_predictions_per_seq=2, sentence_order=True)
+    [inst] = create_instances_from_document(documents, 0, VOCAB, params, swapped)
+    swapped.done()
+    assert inst.input_ids == [CLS, 13, 14, 15, SEP, 10, 11, 12, SEP]
+    assert inst.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert inst.is_random_next is True
+    in_order = ScriptedRng([
+        ("random", (), 0.5), ("randint", (1, 2), 2),
+        ("random", (), 0.7),          # >= 0.5: in order
+        ("shuffle", (6,), [0, 1, 2, 3, 4, 5]), ("random", (), 0.9), ("random", (), 0.3),
+    ])
+    [inst] = create_instances_from_document(documents, 0, VOCAB, params, in_order)
+    in_order.done()
+    assert inst.input_ids == [CLS, 10, 11, 12, SEP, 13, 14, 15, SEP]
+    assert inst.is_random_next is False
+    one_segment = ScriptedRng([
+        ("random", (), 0.5),          # target 7; the document is one segment
+        ("randint", (0, 2), 1),       # B: document 1 (no coin for a one-segment chunk)
+        ("randint", (0, 0), 0),
+        ("shuffle", (6,), [0, 1, 2, 3, 4, 5]), ("random", (), 0.9), ("random", (), 0.3),
+    ])
+    [inst] = create_instances_from_document(documents, 2, VOCAB, params, one_segment)
+    one_segment.done()
+    assert inst.input_ids == [CLS, 30, 31, 32, 33, SEP, 20, 21, SEP]
+    assert inst.is_random_next is True
+
+
 @pytest.mark.parametrize("budget_prob, script, positions", [
     # budget 1: the two-piece words do not fit and are skipped, not cut.
     (0.15, [("shuffle", (3,), [2, 0, 1]), ("random", (), 0.1)], [3]),

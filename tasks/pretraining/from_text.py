@@ -274,17 +274,20 @@ def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
 
 def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed,
                   masked_lm_prob=RECIPE["masked_lm_prob"],
-                  max_predictions_per_seq=RECIPE["max_predictions_per_seq"]):
+                  max_predictions_per_seq=RECIPE["max_predictions_per_seq"],
+                  sentence_order=False):
     """The pre-training TFRecords of `text_file` (once: they appear complete or not at
     all), fast mode, masked LM as the recipe says (or at `masked_lm_prob`, with up to
-    `max_predictions_per_seq` predictions a sequence)."""
+    `max_predictions_per_seq` predictions a sequence); `sentence_order`: label 1 is the
+    two segments swapped (`InstanceParams.sentence_order`)."""
     from data_prep import fast_pretraining
     from data_prep.pretraining_instances import InstanceParams
     if all(os.path.exists(path) for path in output_files):
         return
     params = InstanceParams(max_seq_length=RECIPE["max_seq_length"],
                             masked_lm_prob=masked_lm_prob,
-                            max_predictions_per_seq=max_predictions_per_seq)
+                            max_predictions_per_seq=max_predictions_per_seq,
+                            sentence_order=sentence_order)
     jobs = fast_pretraining.split_jobs(
         fast_pretraining.plan_pieces([text_file]), output_files,
         record_workers(os.path.getsize(text_file), dupe_factor),
