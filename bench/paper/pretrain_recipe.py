@@ -80,6 +80,25 @@ class Recipe(Bench):
             config.to_json_file(os.path.join(folder, "bert_config.json"))
         return folder
 
+    def with_pooling(self, model, pooling, tag):
+        """A folder with `model`'s checkpoint (linked) and its config with `pooling`
+        (`BertConfig.pooling`): the same weights, fine-tuned with another pooling."""
+        folder = os.path.join(self.work, f"{tag}-pooling-{pooling}")
+        os.makedirs(folder, exist_ok=True)
+        for name in os.listdir(model):
+            if name.startswith("bert_model.ckpt") and not os.path.exists(
+                    os.path.join(folder, name)):
+                os.symlink(os.path.abspath(os.path.join(model, name)),
+                           os.path.join(folder, name))
+        with open(os.path.join(model, "bert_config.json"), encoding="utf-8") as f:
+            config = dict(json.load(f), pooling=pooling)
+        if pooling == "cls":
+            del config["pooling"]  # the original's, written only when not "cls"
+        from common.file_io import atomic_write_text
+        atomic_write_text(os.path.join(folder, "bert_config.json"),
+                          json.dumps(config, indent=2, sort_keys=True) + "\n")
+        return folder
+
     def heldout_mlm(self, model, tag):
         """Masked-LM accuracy and perplexity on WikiText-2 test."""
         text = english_corpus.heldout(self.settings.shared_dir, self.work)
@@ -119,6 +138,9 @@ class Settings(harness.SharedData):
     tasks: str = setting(','.join(TASKS), help='comma-separated, of ' + ', '.join(TASKS))
     models: str = setting('pre-trained,random weights', help="which to fine-tune (a run done "
                           "already is reused); random weights alone need no pre-training")
+    pooling: Optional[str] = setting(None, choices=("cls", "mean"), help="fine-tune both "
+                                     "models with this pooling (bert_config.json's "
+                                     "'pooling'; default: each model's own)")
     jobs: int = setting(1, help="fine-tuning runs at once (2 on 2 cores: 1.16x the "
                         "throughput, bench/RESULTS.md)")
 
@@ -137,9 +159,11 @@ def main(settings):
     if "random weights" in models:
         mlm["random weights"] = bench.heldout_mlm(bench.random_checkpoint(), "random")
     tasks = [task for task in TASKS if task in settings.tasks.split(",")]
-    runs = [(name, model, tag, task) for task in tasks
-            for name, model, tag in (("pre-trained", export, "pretrained"),
-                                     ("random weights", random_weights, "random"))
+    tuned = [("pre-trained", export, "pretrained"), ("random weights", random_weights, "random")]
+    if settings.pooling:  # the same weights, another pooling: runs of their own
+        tuned = [(name, bench.with_pooling(model, settings.pooling, tag) if model else model,
+                  f"{tag}-{settings.pooling}") for name, model, tag in tuned]
+    runs = [(name, model, tag, task) for task in tasks for name, model, tag in tuned
             if name in models]
     done = bench.fine_tune_all([(model, task, tag, {}) for _, model, tag, task in runs])
     scores = {name: {task: [] for task in tasks} for name, *_ in runs}
