@@ -29,7 +29,7 @@ from bench import harness
 from common.settings import setting
 
 # Each variant: fields of the recipe's bert_config.json, of its trainer, of its records'
-# masking and of its task, changed. Variants join with "+" (`no_dropout+mask_25`): each measured
+# masking, of its task and of its schedule, changed. Variants join with "+" (`no_dropout+mask_25`): each measured
 # alone, then together.
 VARIANTS = {
     "recipe": {},
@@ -45,6 +45,8 @@ VARIANTS = {
     # at the share of a full sequence of 128.
     "mask_25": {"masking": {"masked_lm_prob": 0.25, "max_predictions_per_seq": 32}},
     "mask_40": {"masking": {"masked_lm_prob": 0.40, "max_predictions_per_seq": 52}},
+    # A warm-up of 1% of the schedule (the original's 10,000 of 1,000,000 steps), not 6%.
+    "warmup_1pct": {"schedule": {"warmup_share": 0.01}},
     # ALBERT's sentence-order prediction beside the masked LM (Lan et al. 2019).
     "sop": {"masking": {"sentence_order": True}, "task": {"objective": "mlm_nsp"}},
     # Geiping & Goldstein 2022, "Cramming", final configuration as far as it is a setting
@@ -119,9 +121,9 @@ def write_records(data, masking, settings):
 
 
 def variant_changes(name):
-    """{"config": ..., "trainer": ..., "masking": ..., "task": ...} of variant `name`
-    (parts joined with "+")."""
-    changes = {"config": {}, "trainer": {}, "masking": {}, "task": {}}
+    """{"config": ..., "trainer": ..., "masking": ..., "task": ..., "schedule": ...} of
+    variant `name` (parts joined with "+")."""
+    changes = {"config": {}, "trainer": {}, "masking": {}, "task": {}, "schedule": {}}
     for part in name.split("+"):
         for kind, fields in VARIANTS[part].items():
             changes[kind].update(fields)
@@ -144,7 +146,8 @@ def train_variant(name, data, settings):
         config = dict(json.load(f), **change["config"])
     with open(config_file, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
-    warmup = int(from_text.RECIPE["warmup_share"] * settings.steps)
+    share = change["schedule"].get("warmup_share", from_text.RECIPE["warmup_share"])
+    warmup = int(share * settings.steps)
     task = from_text.pretraining_task(train, heldout, config_file, settings.steps, warmup,
                                       max_predictions_per_seq=max_predictions,
                                       **change["task"])
