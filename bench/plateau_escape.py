@@ -36,6 +36,7 @@ VARIANTS = {
     "no_dropout": {"config": {"hidden_dropout_prob": 0.0,
                               "attention_probs_dropout_prob": 0.0}},
     "lr_1e-3": {"trainer": {"learning_rate": 1e-3}},
+    "lr_2e-3": {"trainer": {"learning_rate": 2e-3}},
     "pre_ln": {"config": {"pre_layer_norm": True}},
     "pre_ln_lr_1e-3": {"config": {"pre_layer_norm": True},
                        "trainer": {"learning_rate": 1e-3}},
