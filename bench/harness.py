@@ -81,6 +81,13 @@ def describe(threads=None):
             f" ({onednn.ENV}={os.environ.get(onednn.ENV, 'unset')})")
 
 
+def forward_flops(layers, hidden, intermediate, batch, seq):
+    """Matmul FLOPs of one forward pass of a BERT encoder (QKVO, FFN, attention scores
+    and context)."""
+    per_token = 2 * 4 * hidden * hidden + 2 * 2 * hidden * intermediate + 2 * 2 * seq * hidden
+    return batch * seq * layers * per_token
+
+
 def matmul_peak(dtype="float32"):
     """TensorFlow's matmul rate (FLOP/s) in `dtype` on this machine: the best of five
     timings of ten 2048^3 products."""

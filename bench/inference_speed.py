@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from bench import harness
-from bench.harness import matmul_peak
+from bench.harness import forward_flops, matmul_peak
 from common.settings import setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,12 +38,6 @@ CONFIGS = {  # layers, hidden, heads, intermediate
 VOCAB = 30522
 DEFAULT_POINTS = ("base:1x32,base:1x128,base:8x128,base:32x128,base:8x512,"
                   "small:1x32,small:32x128,small:8x512")
-
-
-def forward_flops(layers, hidden, intermediate, batch, seq):
-    """Matmul FLOPs of one forward pass (QKVO, FFN, attention scores and context)."""
-    per_token = 2 * 4 * hidden * hidden + 2 * 2 * hidden * intermediate + 2 * 2 * seq * hidden
-    return batch * seq * layers * per_token
 
 
 def build(name, cfg, jit=False):

@@ -1,15 +1,17 @@
 """When does a pre-training recipe leave the frequent-token plateau? Variants of the
-one-hour CPU recipe (`tasks.pretraining.from_text.RECIPE`), each trained for the same
-number of steps on the same records, evaluated on held-out documents at every checkpoint.
+one-hour CPU recipe (`tasks.pretraining.from_text.RECIPE`), each trained on the same
+records to the same compute, evaluated on held-out documents at every checkpoint.
 
-Reported per variant:
+Steps are the recipe's: a variant whose step costs c times the recipe's training FLOPs
+(a narrower model, a larger batch, more masked positions) runs a schedule of --steps / c
+steps (the steps the same hour buys it) and is reported at equal compute, which holds on
+any machine. Reported per variant:
   * the escape step: the first evaluated step whose held-out masked-LM loss is 1 nat
     below the masked tokens' unigram entropy (the loss of predicting frequent tokens
-    whatever the context: `tasks.pretraining.plateau`);
-  * held-out masked-LM accuracy at each of `--report_steps` (the evaluation at that step
-    or the last one before it): the steps a CPU's hour buys (AVX2 about 4,400 at
-    2026-11-29's step, AVX-512 9,500). Every variant has the recipe's model, so equal
-    steps are equal compute on any machine.
+    whatever the context: `tasks.pretraining.plateau`), in the recipe's steps;
+  * held-out masked-LM accuracy at each of `--report_steps` (the evaluation at that
+    compute or the last one before it): the steps a CPU's hour buys (AVX2 about 4,400 at
+    2026-11-29's step, AVX-512 9,500).
 
 The data are made as `pretrain_from_text.py` makes them (held-out documents, the recipe's
 vocabulary, records masked as many times as the steps need); a variant's run that is
@@ -38,6 +40,11 @@ VARIANTS = {
     "lr_1e-3": {"trainer": {"learning_rate": 1e-3}},
     "lr_2e-3": {"trainer": {"learning_rate": 2e-3}},
     "pre_ln": {"config": {"pre_layer_norm": True}},
+    # Cheaper steps: a narrower model (BERT-Tiny's width, Turc et al. 2019, at 4 layers),
+    # or twice the sequences a step (each run to the compute of the recipe's steps).
+    "h128": {"config": {"hidden_size": 128, "num_attention_heads": 2,
+                        "intermediate_size": 512}},
+    "batch_64": {"trainer": {"train_batch_size": 64}},
     "pre_ln_lr_1e-3": {"config": {"pre_layer_norm": True},
                        "trainer": {"learning_rate": 1e-3}},
     "clip_0.5": {"trainer": {"clip_norm": 0.5}},
@@ -77,6 +84,10 @@ class Settings:
     train_until: Optional[int] = setting(None, help="Stop each variant at this step (default "
                                          "--steps); a later run with a larger value goes "
                                          "on, on the same schedule.")
+    equal_compute: bool = setting(True, help="Steps are the recipe's: a variant whose step "
+                                  "costs c times the recipe's training FLOPs runs a "
+                                  "schedule of --steps / c steps and is reported at the "
+                                  "same compute. False: --steps of every variant.")
     eval_every: int = setting(100, help="Steps between held-out evaluations (checkpoints).")
     report_steps: str = setting("800,2400,4400,9500", help="Steps at which held-out "
                                 "accuracy is reported (those above --steps are left out).")
@@ -132,6 +143,35 @@ def recipe_entropy(data, settings):
     return entropy
 
 
+def step_flops(config, batch, max_predictions, seq):
+    """Training FLOPs of one step: three times the forward matmuls of the encoder and of
+    the masked-LM head (transform and tied output layer) at the predicted positions."""
+    hidden, vocab = config["hidden_size"], config["vocab_size"]
+    head = 2 * batch * max_predictions * (hidden * hidden + hidden * vocab)
+    return 3 * (harness.forward_flops(config["num_hidden_layers"], hidden,
+                                      config["intermediate_size"], batch, seq) + head)
+
+
+def step_cost(name, data, settings):
+    """Variant `name`'s training FLOPs a step over the recipe's (1.0 without
+    --equal_compute)."""
+    from tasks.pretraining import from_text
+    if not settings.equal_compute:
+        return 1.0
+    with open(data["config"], encoding="utf-8") as f:
+        recipe = json.load(f)
+    change = variant_changes(name)
+    seq = from_text.RECIPE["max_seq_length"]
+
+    def flops(config, trainer, masking):
+        return step_flops(config, trainer.get("train_batch_size",
+                                              from_text.RECIPE["train_batch_size"]),
+                          masking.get("max_predictions_per_seq",
+                                      from_text.RECIPE["max_predictions_per_seq"]), seq)
+    return flops(dict(recipe, **change["config"]), change["trainer"],
+                 change["masking"]) / flops(recipe, {}, {})
+
+
 def variant_changes(name):
     """{"config": ..., "trainer": ..., "masking": ..., "task": ..., "schedule": ...} of
     variant `name` (parts joined with "+")."""
@@ -142,10 +182,11 @@ def variant_changes(name):
     return changes
 
 
-def train_variant(name, data, settings):
-    """Trains variant `name` (resuming a run that is there), evaluating the held-out
-    records at every checkpoint; returns ([(step, results)], seconds of training as its
-    log has them)."""
+def train_variant(name, data, settings, cost):
+    """Trains variant `name` (resuming a run that is there) on the schedule of
+    --steps / `cost` steps to --train_until / `cost`, evaluating the held-out records at
+    every checkpoint; returns ([(step, results)], seconds of training as its log has
+    them)."""
     from tasks.pretraining import from_text
     from training import metrics_log, runner
     from training.config import RuntimeConfig
@@ -158,16 +199,17 @@ def train_variant(name, data, settings):
         config = dict(json.load(f), **change["config"])
     with open(config_file, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
+    steps = round(settings.steps / cost)
     share = change["schedule"].get("warmup_share", from_text.RECIPE["warmup_share"])
-    warmup = int(share * settings.steps)
-    task = from_text.pretraining_task(train, heldout, config_file, settings.steps, warmup,
+    warmup = int(share * steps)
+    task = from_text.pretraining_task(train, heldout, config_file, steps, warmup,
                                       max_predictions_per_seq=max_predictions,
                                       **change["task"])
     task.main_metric = "masked_lm_accuracy"  # the runner evaluates at every checkpoint
-    trainer = from_text.trainer_config(os.path.join(out, "run"), settings.steps,
+    trainer = from_text.trainer_config(os.path.join(out, "run"), steps,
                                        save_checkpoints_steps=settings.eval_every,
                                        **change["trainer"])
-    until = settings.train_until or settings.steps
+    until = round((settings.train_until or settings.steps) / cost)
 
     def stop(step, logs):  # after the step's checkpoint and evaluation
         if step >= until:
@@ -208,28 +250,36 @@ def main(settings):
                          f"{', '.join(VARIANTS)})")
     data = prepare_data(settings)
     entropy = recipe_entropy(data, settings)
-    until = settings.train_until or settings.steps
-    reports = [int(s) for s in settings.report_steps.split(",") if int(s) <= until]
     rows = []
     for name in settings.variants.split(","):
-        evaluations, seconds = train_variant(name, data, settings)
-        rows.append((name, evaluations, seconds))
-        print(f"{name}: " + ", ".join(f"{step} {r['masked_lm_loss']:.2f}"
-                                      for step, r in evaluations), flush=True)
+        cost = step_cost(name, data, settings)
+        evaluations, seconds = train_variant(name, data, settings, cost)
+        rows.append((name, cost, evaluations, seconds))
+        print(f"{name} (x{cost:.2f} the recipe's step): " + ", ".join(
+            f"{step} {r['masked_lm_loss']:.2f}" for step, r in evaluations), flush=True)
+    report(rows, entropy, settings)
+
+
+def report(rows, entropy, settings):
+    """The table: steps are the recipe's (a variant's step counts `cost` of them)."""
+    until = settings.train_until or settings.steps
+    reports = [int(s) for s in settings.report_steps.split(",") if int(s) <= until]
     print(f"\nCPU: {harness.cpu_model()} ({harness.isa()}), {os.cpu_count()} cores; "
-          f"{until} steps each of a {settings.steps}-step schedule, held-out evaluation "
-          f"every {settings.eval_every}.")
+          f"the compute of {until} of the recipe's steps each, of a schedule of "
+          f"{settings.steps}; held-out evaluation every {settings.eval_every} steps.")
     print(f"Escape: the held-out masked-LM loss {ESCAPE_NATS:g} nat below the masked "
-          f"tokens' unigram entropy ({entropy:.2f} nats, the recipe's records).\n")
-    print("| variant | escape step | " + " | ".join(f"accuracy at {s} (%)" for s in reports)
+          f"tokens' unigram entropy ({entropy:.2f} nats, the recipe's records). Steps "
+          f"are the recipe's: a variant's step counts its FLOPs over the recipe's.\n")
+    print("| variant | FLOPs a step (x recipe) | escape (recipe steps) | "
+          + " | ".join(f"accuracy at {s} (%)" for s in reports)
           + " | last held-out loss | training minutes |")
-    print("|---" * (len(reports) + 4) + "|")
-    for name, evaluations, seconds in rows:
+    print("|---" * (len(reports) + 5) + "|")
+    for name, cost, evaluations, seconds in rows:
         escape = escape_step(entropy, evaluations)
         cells = [f"{a:.1f}" if a is not None else "" for a in
-                 (accuracy_at(evaluations, s) for s in reports)]
-        print(f"| {name} | {escape if escape else f'> {until}'} | "
-              + " | ".join(cells)
+                 (accuracy_at(evaluations, s / cost) for s in reports)]
+        print(f"| {name} | {cost:.2f} | "
+              f"{round(escape * cost) if escape else f'> {until}'} | " + " | ".join(cells)
               + f" | {evaluations[-1][1]['masked_lm_loss']:.2f} | {seconds / 60:.0f} |")
 
 
