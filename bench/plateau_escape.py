@@ -215,9 +215,11 @@ def train_variant(name, data, settings, cost):
         if step >= until:
             raise StopTraining
 
+    done = runner.checkpoint_step(trainer.output_dir) or 0
     try:
-        runner.run(task, trainer, RuntimeConfig(seed=settings.seed), do_train=True,
-                   do_eval=True, hooks=[stop])
+        if done < until:  # a run that got there already is read, not trained on
+            runner.run(task, trainer, RuntimeConfig(seed=settings.seed), do_train=True,
+                       do_eval=True, hooks=[stop])
     except StopTraining:
         pass
     events = metrics_log.read(os.path.join(out, "run", "metrics.jsonl"))
