@@ -42,8 +42,8 @@ def test_only_recorded_flags_of_the_run_configs_are_recorded():
     assert record["train_batch_size"] == 16 and record["seed"] == 3
     assert "output_dir" not in record and "unrelated" not in record
     assert set(record) == {"train_batch_size", "gradient_accumulation_steps", "optimizer",
-                           "learning_rate", "weight_decay_rate", "clip_norm", "dtype",
-                           "seed"}
+                           "learning_rate", "weight_decay_rate", "clip_norm", "adam_beta2",
+                           "dtype", "seed"}
 
 
 # The settings that decide the input, the model or the optimisation: the list this
@@ -57,8 +57,9 @@ _RECORDED_BEFORE = {
     "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
     "clip_norm", "dtype", "seed",
     # ... and those added since: multiple choice's file layout, the pre-training objective,
-    # the output head (the paper's + BiLSTM and feature-based ablations).
-    "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based"}
+    # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2.
+    "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
+    "adam_beta2"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():
