@@ -115,7 +115,7 @@ def main(_):
     records_dir = os.path.join(out, "records")
     heldout_records = [os.path.join(records_dir, "heldout.tfrecord")]
     from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
-                            FLAGS.seed + 1)
+                            FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB)
     say("[3/5] Speed of a training step here, to size the run to the budget")
     objective = FLAGS.objective or from_text.RECIPE["objective"]
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule

@@ -45,8 +45,18 @@ VARIANTS = {
     "h128": {"config": {"hidden_size": 128, "num_attention_heads": 2,
                         "intermediate_size": 512}},
     "batch_64": {"trainer": {"train_batch_size": 64}},
+    # More updates for the same compute: half or a quarter of the sequences a step (a
+    # larger batch was slower per sequence in issue 34's probes: batch 128 at 6.74 where
+    # 32 was at 6.20 after the same 20,600 sequences).
+    "batch_16": {"trainer": {"train_batch_size": 16}},
+    "batch_8": {"trainer": {"train_batch_size": 8}},
     "pre_ln_lr_1e-3": {"config": {"pre_layer_norm": True},
                        "trainer": {"learning_rate": 1e-3}},
+    # Larger initial weights: at 0.02 a head's query-key logits start near 0.1 (attention
+    # near uniform, and the gradient of the query and key kernels small, as the product of
+    # the two); at 0.05 near 0.6.
+    "init_0.05": {"config": {"initializer_range": 0.05}},
+    "init_0.1": {"config": {"initializer_range": 0.1}},
     "clip_0.5": {"trainer": {"clip_norm": 0.5}},
     "beta2_0.98": {"trainer": {"adam_beta2": 0.98}},
     # Wettig et al. 2022 ("Should You Mask 15%..."): 25-40% beats 15%; predictions capped
@@ -88,7 +98,8 @@ class Settings:
                                   "costs c times the recipe's training FLOPs runs a "
                                   "schedule of --steps / c steps and is reported at the "
                                   "same compute. False: --steps of every variant.")
-    eval_every: int = setting(100, help="Steps between held-out evaluations (checkpoints).")
+    eval_every: int = setting(100, help="Steps between held-out evaluations (checkpoints), "
+                              "the recipe's (scaled as --steps).")
     report_steps: str = setting("800,2400,4400,9500", help="Steps at which held-out "
                                 "accuracy is reported (those above --steps are left out).")
     split_sentences: Optional[str] = setting(None, help="As pretrain_from_text.py.")
@@ -113,8 +124,8 @@ def prepare_data(settings):
 
 def write_records(data, masking, settings):
     """(training records, held-out records) masked as `masking` says (the recipe's when
-    empty). The held-out records are masked at the recipe's rate whatever the variant,
-    so that every variant is judged on the same predictions."""
+    empty). The held-out records are masked at `from_text.HELDOUT_MASKED_LM_PROB` whatever
+    the variant, so that every variant is judged on the same predictions."""
     from tasks.pretraining import from_text
     chosen = {"masked_lm_prob": from_text.RECIPE["masked_lm_prob"],
               "max_predictions_per_seq": from_text.RECIPE["max_predictions_per_seq"],
@@ -124,8 +135,9 @@ def write_records(data, masking, settings):
     records = os.path.join(data["dir"], name)
     heldout = [os.path.join(records, "heldout.tfrecord")]
     from_text.write_records(data["heldout_text"], heldout, data["vocab"], True, 1,
-                            settings.seed + 1, max_predictions_per_seq=chosen[
-                                "max_predictions_per_seq"])
+                            settings.seed + 1,
+                            masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB,
+                            max_predictions_per_seq=chosen["max_predictions_per_seq"])
     train = [os.path.join(records, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(data["train_text"], train, data["vocab"], True,
                             data["dupe_factor"], settings.seed, **chosen)
@@ -206,8 +218,9 @@ def train_variant(name, data, settings, cost):
                                       max_predictions_per_seq=max_predictions,
                                       **change["task"])
     task.main_metric = "masked_lm_accuracy"  # the runner evaluates at every checkpoint
+    every = max(1, round(settings.eval_every / cost))
     trainer = from_text.trainer_config(os.path.join(out, "run"), steps,
-                                       save_checkpoints_steps=settings.eval_every,
+                                       save_checkpoints_steps=every,
                                        **change["trainer"])
     until = round((settings.train_until or settings.steps) / cost)
 

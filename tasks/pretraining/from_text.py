@@ -57,6 +57,10 @@ VOCAB_SAMPLE_BYTES = 32 * 2**20
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
 MIN_HELDOUT = 2
 HELDOUT_EVAL_BATCH = 64  # x run_pretraining's 100 evaluation batches
+# The held-out records are masked at the original's share whatever the recipe trains
+# with, so that held-out accuracy reads the same across recipes and beside published
+# figures (up to the recipe's predictions a sequence: the same input layout).
+HELDOUT_MASKED_LM_PROB = 0.15
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
 # is a binary file or another encoding: refused (create_pretraining_data.py's default).
 MAX_INVALID_UTF8_SHARE = 0.5
