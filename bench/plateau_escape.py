@@ -57,6 +57,9 @@ VARIANTS = {
     # the two); at 0.05 near 0.6.
     "init_0.05": {"config": {"initializer_range": 0.05}},
     "init_0.1": {"config": {"initializer_range": 0.1}},
+    # The position table starts as Vaswani et al.'s sinusoids (rows' dot products
+    # already a function of their distance), not as random vectors.
+    "sin_pos": {"config": {"position_embedding_init": "sinusoidal"}},
     "clip_0.5": {"trainer": {"clip_norm": 0.5}},
     "beta2_0.98": {"trainer": {"adam_beta2": 0.98}},
     # Wettig et al. 2022 ("Should You Mask 15%..."): 25-40% beats 15%; predictions capped

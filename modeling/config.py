@@ -39,13 +39,18 @@ _FIELDS = {
     "causal_attention": (False, bool),
     "pre_layer_norm": (False, bool),
     "pooling": ("cls", str),
+    "position_embedding_init": ("truncated_normal", str),
 }
 # What the pooled output (the classifier's input) summarises: the original's [CLS] vector,
 # or the mean of the real tokens' vectors; either through the same tanh dense layer.
 POOLINGS = ("cls", "mean")
 # Fields the original's bert_config.json does not have: written only when not at their
 # default, so that a config of the original's kind reads and writes back unchanged.
-_NEW_FIELDS = ("causal_attention", "pre_layer_norm", "pooling")
+# How a new model's position table starts: the original's truncated normal, or
+# sinusoids (Vaswani et al. 2017) of the same RMS, whose dot products already depend on
+# the distance between two positions (bench/RESULTS.md, "One-hour recipe").
+POSITION_EMBEDDING_INITS = ("truncated_normal", "sinusoidal")
+_NEW_FIELDS = ("causal_attention", "pre_layer_norm", "pooling", "position_embedding_init")
 
 # Hugging Face names its exact (erf) gelu "gelu", while the original release's "gelu" is the
 # tanh approximation (modeling.py at HEAD). A config read from a Hugging Face file therefore
@@ -104,6 +109,13 @@ class BertConfig:
             into fine-tuning and export. Not in the original, and not convertible to
             Hugging Face's BERT (its pooler reads [CLS]); written to the file only when
             not "cls". Defaults to "cls".
+        position_embedding_init: str. How a new model's position table is initialised:
+            "truncated_normal" (the original's, as every other table) or "sinusoidal"
+            (the sines and cosines of Vaswani et al. 2017, scaled to an RMS of
+            `initializer_range`): positions near each other then start with similar
+            vectors, which shortens the masked LM's frequent-token plateau. Only a model
+            built from scratch reads it (a checkpoint's table replaces it); not in the
+            original; written to the file only when not "truncated_normal".
         source: str or None. File the config came from, quoted in error messages.
         **extra: Unknown keys, kept (and written back) but not used.
     """
@@ -112,8 +124,8 @@ class BertConfig:
                  num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  max_position_embeddings=512, type_vocab_size=16, initializer_range=0.02,
-                 causal_attention=False, pre_layer_norm=False, pooling="cls", source=None,
-                 **extra):
+                 causal_attention=False, pre_layer_norm=False, pooling="cls",
+                 position_embedding_init="truncated_normal", source=None, **extra):
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -128,6 +140,7 @@ class BertConfig:
         self.causal_attention = causal_attention
         self.pre_layer_norm = pre_layer_norm
         self.pooling = pooling
+        self.position_embedding_init = position_embedding_init
         self.source = source
         self.extra = dict(extra)
         self.validate()
@@ -233,6 +246,11 @@ class BertConfig:
         if self.pooling not in POOLINGS:
             raise BertConfigError(f"{where}: field 'pooling' is '{self.pooling}'; use one of: "
                                   f"{', '.join(POOLINGS)} (or leave it out: 'cls').")
+        if self.position_embedding_init not in POSITION_EMBEDDING_INITS:
+            raise BertConfigError(
+                f"{where}: field 'position_embedding_init' is "
+                f"'{self.position_embedding_init}'; use one of: "
+                f"{', '.join(POSITION_EMBEDDING_INITS)} (or leave it out: 'truncated_normal').")
         if self.pooling != "cls" and self.causal_attention:
             raise BertConfigError(f"{where}: field 'pooling' is '{self.pooling}' but "
                                   f"'causal_attention' is true, whose pooled output is the "
@@ -274,6 +292,7 @@ class BertConfig:
             causal_attention=self.causal_attention,
             pre_layer_norm=self.pre_layer_norm,
             pooling=self.pooling,
+            position_embedding_init=self.position_embedding_init,
         )
 
     def __eq__(self, other):

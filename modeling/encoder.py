@@ -24,7 +24,7 @@ _CONFIG_FIELDS = {
     "max_position_embeddings": "max_position_embeddings",
     "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range",
     "causal_attention": "causal_attention", "pre_layer_norm": "pre_layer_norm",
-    "pooling": "pooling",
+    "pooling": "pooling", "position_embedding_init": "position_embedding_init",
 }
 
 
@@ -52,6 +52,8 @@ class BertEncoder(keras.Model):
             `BertConfig`). Default False.
         pooling: str. "cls" (the original's) or "mean": what "pooled_output" summarises
             (see `BertConfig`). Default "cls".
+        position_embedding_init: str. "truncated_normal" (the original's) or
+            "sinusoidal": how the position table starts (see `BertConfig`).
 
     Call arguments:
         inputs: dict of int32 Tensors of shape [batch_size, seq_length]: "input_ids",
@@ -92,7 +94,7 @@ class BertEncoder(keras.Model):
                  hidden_dropout_prob=None, attention_probs_dropout_prob=None,
                  max_position_embeddings=None, type_vocab_size=None,
                  initializer_range=None, causal_attention=None, pre_layer_norm=None,
-                 pooling=None, dtype=None, **kwargs):
+                 pooling=None, position_embedding_init=None, dtype=None, **kwargs):
         given = dict(hidden_size=hidden_size, num_layers=num_layers,
                      num_attention_heads=num_attention_heads,
                      intermediate_size=intermediate_size, hidden_act=hidden_act,
@@ -101,7 +103,7 @@ class BertEncoder(keras.Model):
                      max_position_embeddings=max_position_embeddings,
                      type_vocab_size=type_vocab_size, initializer_range=initializer_range,
                      causal_attention=causal_attention, pre_layer_norm=pre_layer_norm,
-                     pooling=pooling)
+                     pooling=pooling, position_embedding_init=position_embedding_init)
         config = _resolve_config(vocab_size, {k: v for k, v in given.items()
                                               if v is not None})
         embeddings, blocks, final_norm, pooler = _make_layers(config, dtype)
@@ -181,7 +183,8 @@ def _make_layers(c, dtype):
         vocab_size=c.vocab_size, hidden_size=c.hidden_size,
         max_position_embeddings=c.max_position_embeddings,
         type_vocab_size=c.type_vocab_size, hidden_dropout_prob=c.hidden_dropout_prob,
-        initializer_range=c.initializer_range, dtype=dtype, name="embeddings")
+        initializer_range=c.initializer_range,
+        position_embedding_init=c.position_embedding_init, dtype=dtype, name="embeddings")
     blocks = [
         TransformerBlock(
             hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,

@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from modeling.layers.initializers import truncated_normal
+from modeling.layers.initializers import sinusoidal, truncated_normal
 
 LAYER_NORM_EPSILON = 1e-12  # The original's hard-coded epsilon (Keras defaults to 1e-3).
 
@@ -27,6 +27,9 @@ class BertEmbeddings(keras.layers.Layer):
         type_vocab_size: int. Number of segment ids.
         hidden_dropout_prob: float. Dropout after the LayerNorm. Defaults to 0.1.
         initializer_range: float. Stddev of the truncated-normal tables. Defaults to 0.02.
+        position_embedding_init: str. "truncated_normal" (the original's) or
+            "sinusoidal": sines and cosines of RMS `initializer_range` in the position
+            table (`initializers.sinusoidal`). Defaults to "truncated_normal".
 
     Call arguments:
         input_ids: int Tensor of shape [batch_size, seq_length].
@@ -38,7 +41,8 @@ class BertEmbeddings(keras.layers.Layer):
     """
 
     def __init__(self, *, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
-                 hidden_dropout_prob=0.1, initializer_range=0.02, **kwargs):
+                 hidden_dropout_prob=0.1, initializer_range=0.02,
+                 position_embedding_init="truncated_normal", **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -46,6 +50,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.type_vocab_size = type_vocab_size
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
+        self.position_embedding_init = position_embedding_init
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm")
         self.dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy,
@@ -60,7 +65,9 @@ class BertEmbeddings(keras.layers.Layer):
             shape=(self.type_vocab_size, self.hidden_size), initializer=init,
             name="token_type_embeddings")
         self.position_embeddings = self.add_weight(
-            shape=(self.max_position_embeddings, self.hidden_size), initializer=init,
+            shape=(self.max_position_embeddings, self.hidden_size),
+            initializer=sinusoidal(self.initializer_range)
+            if self.position_embedding_init == "sinusoidal" else init,
             name="position_embeddings")
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
@@ -103,5 +110,6 @@ class BertEmbeddings(keras.layers.Layer):
             "type_vocab_size": self.type_vocab_size,
             "hidden_dropout_prob": self.hidden_dropout_prob,
             "initializer_range": self.initializer_range,
+            "position_embedding_init": self.position_embedding_init,
         })
         return config
