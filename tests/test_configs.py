@@ -21,7 +21,7 @@ CONFIGS = {  # flag file -> (script, values it must set)
         "max_seq_length": "128", "max_predictions_per_seq": "20", "train_batch_size": "256",
         "learning_rate": "1e-4", "num_train_steps": "900000", "num_warmup_steps": "10000"}),
     "pretraining_cpu_1h.cfg": ("run_pretraining.py", {
-        "objective": "mlm", "max_seq_length": "128", "max_predictions_per_seq": "20",
+        "objective": "mlm", "max_seq_length": "128", "max_predictions_per_seq": "52",
         "train_batch_size": "32", "learning_rate": "3e-4", "optimizer": "adamw_original"}),
     "pretraining_phase2_512.cfg": ("run_pretraining.py", {
         "max_seq_length": "512", "max_predictions_per_seq": "80",
@@ -72,3 +72,10 @@ def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
     assert float(flags.get("adam_beta2", default_beta2)) == RECIPE["adam_beta2"]
     steps, warmup = int(flags["num_train_steps"]), int(flags["num_warmup_steps"])
     assert warmup == int(RECIPE["warmup_share"] * steps)
+    # What the flags cannot hold, its comment says: the records' masking and the
+    # bert_config.json fields that are not the original's defaults.
+    text = open(os.path.join(ROOT, "configs", "pretraining_cpu_1h.cfg"),
+                encoding="utf-8").read()
+    assert f"--masked_lm_prob={RECIPE['masked_lm_prob']:g}" in text
+    assert f"initializer_range {RECIPE['model']['initializer_range']:g}" in text
+    assert f'"position_embedding_init": "{RECIPE["model"]["position_embedding_init"]}"' in text
