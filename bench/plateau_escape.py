@@ -195,7 +195,7 @@ def step_cost(name, data, settings):
                                               from_text.RECIPE["train_batch_size"]),
                           masking.get("max_predictions_per_seq",
                                       from_text.RECIPE["max_predictions_per_seq"]), seq)
-    return flops(dict(recipe, **change["config"]), change["trainer"],
+    return flops({**recipe, **change["config"]}, change["trainer"],
                  change["masking"]) / flops(recipe, {}, {})
 
 
@@ -223,7 +223,7 @@ def train_variant(name, data, settings, cost):
     os.makedirs(out, exist_ok=True)
     config_file = os.path.join(out, "bert_config.json")
     with open(data["config"], encoding="utf-8") as f:
-        config = dict(json.load(f), **change["config"])
+        config = {**json.load(f), **from_text.RECIPE["model"], **change["config"]}
     with open(config_file, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
     steps = round(settings.steps / cost)

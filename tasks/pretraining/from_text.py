@@ -32,7 +32,7 @@ from data_prep import corpus
 
 # The recipe: bench/paper/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
 # chosen: bench/RESULTS-archive.md, "A pre-training recipe for one CPU hour"). Three
-# changes leave the frequent-token plateau at the compute of 793 steps of the first
+# changes leave the frequent-token plateau at the compute of 796 steps of the first
 # recipe, not after some 2,300 (bench/plateau_escape.py; RESULTS, "Leaving the plateau"):
 # 40% of the tokens masked (Wettig et al. 2022), weights initialised at 0.05, not 0.02
 # (a head's query-key products start large enough to learn from), and the position
