@@ -13,6 +13,7 @@ from tasks.pretraining import from_text
 def test_variants_combine_left_to_right_and_undo_the_recipes_changes():
     first = bench.variant_changes("first_recipe")
     assert first["masking"] == {"masked_lm_prob": 0.15, "max_predictions_per_seq": 20}
+    assert first["trainer"] == {"learning_rate": 3e-4}
     assert first["config"] == {"initializer_range": 0.02,
                                "position_embedding_init": "truncated_normal"}
     # The first recipe with 40% masking: the later part wins.
@@ -20,7 +21,7 @@ def test_variants_combine_left_to_right_and_undo_the_recipes_changes():
     assert again["masking"]["masked_lm_prob"] == 0.40
     assert again["config"]["initializer_range"] == 0.02
     # Undoing the recipe's three changes one by one gives the first recipe.
-    undone = bench.variant_changes("mask_15+init_0.02+random_pos")
+    undone = bench.variant_changes("mask_15+init_0.02+random_pos+lr_3e-4")
     assert undone == first
 
 
