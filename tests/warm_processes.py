@@ -68,6 +68,12 @@ def _child(request):
                       buffering=1)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
                       buffering=1)
+    # Signals as a fresh interpreter has them, whatever the server inherited from the
+    # thread that started it: none blocked, Ctrl-C raising KeyboardInterrupt, SIGTERM
+    # killing (a full suite run once saw a warm child sit through SIGINT for 60 s).
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     argv, env = request["argv"], request["env"]
     os.environ.clear()
     os.environ.update(env)
