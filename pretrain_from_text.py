@@ -29,6 +29,7 @@ from cli.flags import configs_from_flags, define_settings
 from common import cpu
 from common.settings import setting
 from common.shared_settings import Casing
+from tasks.pretraining.from_text import OBJECTIVES
 from training.config import DTYPES, POSITIVE, check
 
 
@@ -41,8 +42,9 @@ class FromTextSettings(Casing):
     budget_minutes: float = setting(60.0, help="Minutes of pre-training (the stages before "
                                     "it take a few more).")
     objective: Optional[str] = setting(
-        None, choices=("mlm", "mlm_nsp"), help="Pre-training objective: the masked LM "
-        "alone, or with next-sentence prediction (the original's). Default: the recipe's "
+        None, choices=OBJECTIVES, help="Pre-training objective: the masked LM alone (mlm), "
+        "with next-sentence prediction (mlm_nsp, the original's), or with sentence-order "
+        "prediction (mlm_sop: ALBERT's; is segment B before A?). Default: the recipe's "
         "(docs/pretraining.md says how it was chosen).")
     dtype: Optional[str] = setting(
         None, choices=DTYPES, help="Compute dtype of the pre-training (weights stay "
@@ -112,12 +114,6 @@ def main(_):
                                        FLAGS.do_lower_case)
     config_file = from_text.bert_config(out, vocab)
     say(f"      {vocab}, {config_file}")
-    records_dir = os.path.join(out, "records")
-    heldout_records = [os.path.join(records_dir, "heldout.tfrecord")]
-    from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
-                            FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB)
-    say("[3/5] Speed of a training step here, to size the run to the budget")
-    objective = FLAGS.objective or from_text.RECIPE["objective"]
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
     for name in ("objective", "dtype"):
         given = getattr(FLAGS, name)
@@ -125,6 +121,13 @@ def main(_):
             raise ValueError(f"{os.path.join(out, 'recipe.json')}: this run pre-trains with "
                              f"--{name}={getattr(plan, name)}, not {given}: give another "
                              f"--output_dir, or resume without --{name}.")
+    objective = plan.objective if plan else FLAGS.objective or from_text.RECIPE["objective"]
+    records_dir = os.path.join(out, "records")
+    heldout_records = [os.path.join(records_dir, from_text.heldout_records_name(objective))]
+    from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
+                            FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB,
+                            sentence_order=objective == "mlm_sop")
+    say("[3/5] Speed of a training step here, to size the run to the budget")
     runtime = RuntimeConfig(seed=FLAGS.seed,
                             dtype=plan.dtype if plan else FLAGS.dtype or "float32")
     if plan is None:
@@ -157,7 +160,8 @@ def main(_):
     say("[4/5] Pre-training TFRecords")
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(train_text, records, vocab, FLAGS.do_lower_case,
-                            plan.dupe_factor, FLAGS.seed)
+                            plan.dupe_factor, FLAGS.seed,
+                            sentence_order=plan.objective == "mlm_sop")
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
@@ -173,7 +177,8 @@ def main(_):
         f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
         f"{results.get('masked_lm_perplexity', float('nan')):.1f}.")
     if "next_sentence_accuracy" in results:
-        say(f"Held-out next-sentence accuracy {results['next_sentence_accuracy']:.1%} "
+        task = "sentence-order" if plan.objective == "mlm_sop" else "next-sentence"
+        say(f"Held-out {task} accuracy {results['next_sentence_accuracy']:.1%} "
             f"(always answering the more frequent label: "
             f"{results['next_sentence_majority_accuracy']:.1%}).")
     say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")

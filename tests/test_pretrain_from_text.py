@@ -273,3 +273,84 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert tuned.returncode == 0, tuned.stderr[-3000:]
     assert "eval_examples = 16" in (tmp_path / "my_classifier" / "eval_results.txt").read_text()
     assert "No --init_checkpoint" not in tuned.stderr
+
+
+ORDINALS = "first second third fourth fifth sixth seventh eighth".split()
+
+
+def _tagged_corpus(path, documents=40, seed=0):
+    """Documents whose every sentence starts with the document's tag word and its place
+    in the document (an ordinal): a record's segments say where they came from."""
+    rng = random.Random(seed)
+    tags = [f"tag{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(documents)]
+    docs = ["\n".join(f"{tag} {ORDINALS[j]} "
+                      + " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 10))) + "."
+                      for j in range(rng.randint(3, 8))) for tag in tags]
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _segments_read_back(path, vocab_file):
+    """(label, words of segment A, words of segment B) of each record at `path`, the
+    masked positions restored and the WordPieces joined into words."""
+    import tensorflow as tf
+    vocab = open(vocab_file, encoding="utf-8").read().split("\n")
+    read = []
+    for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
+        feature = tf.train.Example.FromString(record).features.feature
+        ids = list(feature["input_ids"].int64_list.value)
+        for position, original, weight in zip(feature["masked_lm_positions"].int64_list.value,
+                                              feature["masked_lm_ids"].int64_list.value,
+                                              feature["masked_lm_weights"].float_list.value):
+            if weight:
+                ids[position] = original
+        segments = ([], [])
+        for token, segment, real in zip(ids, feature["segment_ids"].int64_list.value,
+                                        feature["input_mask"].int64_list.value):
+            piece = vocab[token]
+            if not real or piece in ("[CLS]", "[SEP]"):
+                continue
+            words = segments[segment]
+            if piece.startswith("##") and words:
+                words[-1] += piece[2:]
+            else:
+                words.append(piece)
+        read.append((feature["next_sentence_labels"].int64_list.value[0], *segments))
+    return read
+
+
+def test_sentence_order_objective_trains_on_swapped_halves_of_one_document(tmp_path):
+    """--objective=mlm_sop (ALBERT's sentence-order prediction): in the training and the
+    held-out records, A and B of a chunk of several sentences come from one document, in
+    its order for label 0 and swapped for label 1 (the next-sentence task draws B of
+    label 1 from another document); only a one-sentence chunk takes B from another
+    document, as ALBERT's create_pretraining_data.py does. The run trains the
+    next-sentence head on them and reports the held-out sentence-order accuracy."""
+    corpus = _tagged_corpus(tmp_path / "corpus.txt")
+    out = tmp_path / "bert"
+    run = warm_processes.run(
+        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={corpus}",
+         f"--output_dir={out}", "--budget_minutes=0.05", "--objective=mlm_sop"],
+        cwd=str(tmp_path), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "(mlm_sop, float32)" in run.stderr
+    assert re.search(r"Held-out sentence-order accuracy \d+\.\d%", run.stderr)
+    assert json.loads((out / "recipe.json").read_text())["plan"]["objective"] == "mlm_sop"
+    flags_of_run = json.loads((out / "pretraining" / "training_flags.json").read_text())
+    assert flags_of_run["objective"] == "mlm_nsp"  # the next-sentence head and loss
+    assert (out / "pretraining" / "export" / "bert_model.ckpt.index").exists()
+    for name in ("train-00.tfrecord", "heldout-sop.tfrecord"):
+        labels, swapped = [], 0
+        for label, a, b in _segments_read_back(out / "records" / name, out / "vocab.txt"):
+            places_a = [ORDINALS.index(w) for w in a if w in ORDINALS]
+            places_b = [ORDINALS.index(w) for w in b if w in ORDINALS]
+            if len({word for word in a + b if word.startswith("tag")}) > 1:
+                assert label == 1 and len(places_a) <= 1, (name, a, b)  # one sentence
+            elif places_a and places_b:
+                assert (min(places_a) > max(places_b) if label else
+                        max(places_a) < min(places_b)), (name, label, a, b)
+                swapped += label
+            labels.append(label)
+        if name.startswith("train"):  # (the held-out records: two documents' worth)
+            assert 0.3 < sum(labels) / len(labels) < 0.7  # a coin for each chunk
+            assert swapped > 0.6 * sum(labels)  # most of label 1: the order swapped

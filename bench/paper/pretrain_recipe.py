@@ -147,7 +147,7 @@ class Settings(harness.SharedData):
     budget_minutes: float = setting(60, help='pretrain_from_text.py --budget_minutes.')
     seeds: int = setting(3, help='Fine-tuning seeds per task and model.')
     objective: Optional[str] = setting(None, help="pretrain_from_text.py --objective "
-                                       "(default: the recipe's)", choices=('mlm', 'mlm_nsp'))
+                                       "(default: the recipe's)", choices=('mlm', 'mlm_nsp', 'mlm_sop'))
     dtype: Optional[str] = setting(None, help="pretrain_from_text.py --dtype (default: "
                                    "float32)", choices=('float32', 'bfloat16'))
     plan_seconds_per_step: Optional[float] = setting(

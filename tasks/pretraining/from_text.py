@@ -55,6 +55,12 @@ RECIPE = {
     "warmup_share": 0.06,
     "max_dupe_factor": 10,
 }
+# The objectives `pretrain_from_text.py` offers, and the `--objective` of run_pretraining.py
+# each trains as: sentence-order prediction (ALBERT, Lan et al. 2019) is the next-sentence
+# head and loss on records whose label 1 is segments A and B of one document swapped
+# (`write_records(sentence_order=True)`), not B drawn from another document.
+TRAINED_AS = {"mlm": "mlm", "mlm_nsp": "mlm_nsp", "mlm_sop": "mlm_nsp"}
+OBJECTIVES = tuple(TRAINED_AS)
 # The vocabulary is learned from at most this much of the training text, its lines
 # spread evenly (`sample_lines`): the learner is pure Python, about 7 s a MB on 2 cores,
 # and a larger sample learns about the same pieces (bench/RESULTS-archive.md, "The vocabulary
@@ -111,7 +117,7 @@ class Plan:
     num_warmup_steps: int
     dupe_factor: int
     seconds_per_step: float
-    objective: str = "mlm"  # --objective of run_pretraining.py
+    objective: str = "mlm"  # one of OBJECTIVES
     dtype: str = "float32"  # --dtype: the compute precision the steps were timed in
 
 
@@ -309,6 +315,12 @@ def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_facto
                  totals["tokens"], text_file, os.path.dirname(output_files[0]))
 
 
+def heldout_records_name(objective):
+    """The held-out records' file name: sentence-order pairs for mlm_sop (a held-out
+    sentence-order accuracy), the original's pairs otherwise."""
+    return "heldout-sop.tfrecord" if objective == "mlm_sop" else "heldout.tfrecord"
+
+
 def record_workers(text_bytes, dupe_factor):
     """Worker processes for writing the records of `text_bytes` of text masked
     `dupe_factor` times: one per TEXT_BYTES_PER_WORKER, at most one per core; under that,
@@ -376,14 +388,15 @@ def shortfall(plan):
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
                      objective=RECIPE["objective"],
                      max_predictions_per_seq=RECIPE["max_predictions_per_seq"]):
-    """The pre-training task of the recipe on these records."""
+    """The pre-training task of the recipe on these records (written for `objective`,
+    one of OBJECTIVES)."""
     from tasks.pretraining.config import PretrainingConfig
     from tasks.pretraining.task import PretrainingTask
     return PretrainingTask(PretrainingConfig(
         input_file=",".join(records), eval_input_file=",".join(heldout_records),
         bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],
         max_predictions_per_seq=max_predictions_per_seq, num_train_steps=steps,
-        num_warmup_steps=warmup, objective=objective,
+        num_warmup_steps=warmup, objective=TRAINED_AS[objective],
         # The held-out figure the command prints covers up to 100 x 64 instances (the
         # recipe's corpus holds 829), not 800 of them (the default batch of 8).
         eval_batch_size=HELDOUT_EVAL_BATCH))
