@@ -122,11 +122,12 @@ def main(_):
                              f"--{name}={getattr(plan, name)}, not {given}: give another "
                              f"--output_dir, or resume without --{name}.")
     objective = plan.objective if plan else FLAGS.objective or from_text.RECIPE["objective"]
+    sentence_order = objective == "mlm_sop"  # ALBERT's pairs in the records
     records_dir = os.path.join(out, "records")
     heldout_records = [os.path.join(records_dir, from_text.heldout_records_name(objective))]
     from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
                             FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB,
-                            sentence_order=objective == "mlm_sop")
+                            sentence_order=sentence_order)
     say("[3/5] Speed of a training step here, to size the run to the budget")
     runtime = RuntimeConfig(seed=FLAGS.seed,
                             dtype=plan.dtype if plan else FLAGS.dtype or "float32")
@@ -161,7 +162,7 @@ def main(_):
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(train_text, records, vocab, FLAGS.do_lower_case,
                             plan.dupe_factor, FLAGS.seed,
-                            sentence_order=plan.objective == "mlm_sop")
+                            sentence_order=sentence_order)
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
@@ -177,7 +178,7 @@ def main(_):
         f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
         f"{results.get('masked_lm_perplexity', float('nan')):.1f}.")
     if "next_sentence_accuracy" in results:
-        task = "sentence-order" if plan.objective == "mlm_sop" else "next-sentence"
+        task = "sentence-order" if sentence_order else "next-sentence"
         say(f"Held-out {task} accuracy {results['next_sentence_accuracy']:.1%} "
             f"(always answering the more frequent label: "
             f"{results['next_sentence_majority_accuracy']:.1%}).")

@@ -29,6 +29,7 @@ from bench.paper import english_corpus
 from bench.paper import tables as paper_tables
 from bench.paper.tables import LEARNING_RATE, Bench, mean_se
 from common.settings import setting
+from tasks.pretraining.from_text import OBJECTIVES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -147,7 +148,7 @@ class Settings(harness.SharedData):
     budget_minutes: float = setting(60, help='pretrain_from_text.py --budget_minutes.')
     seeds: int = setting(3, help='Fine-tuning seeds per task and model.')
     objective: Optional[str] = setting(None, help="pretrain_from_text.py --objective "
-                                       "(default: the recipe's)", choices=('mlm', 'mlm_nsp', 'mlm_sop'))
+                                       "(default: the recipe's)", choices=OBJECTIVES)
     dtype: Optional[str] = setting(None, help="pretrain_from_text.py --dtype (default: "
                                    "float32)", choices=('float32', 'bfloat16'))
     plan_seconds_per_step: Optional[float] = setting(
