@@ -217,7 +217,9 @@ def load_checkpoint(model, path, strict=False):
     """Fills `model`'s weights from a checkpoint of any supported format.
 
     Every model weight whose canonical name is in the checkpoint is assigned; the others
-    keep their values. Shapes must agree exactly.
+    keep their values. Shapes must agree exactly, but for a pooler that reads another
+    width (another `BertConfig.pooling`: "pair_mean" against the others), which starts
+    afresh (warned) unless `strict` is True.
 
     Args:
         model: a `BertEncoder` or a model from `modeling.models`.
@@ -241,7 +243,8 @@ def load_checkpoint(model, path, strict=False):
         # Hugging Face's token-level models have no pooler, and these models never use
         # theirs: it is not expected from their files.
         targets = {n: t for n, t in targets.items() if not n.startswith("bert/pooler/")}
-    not_filled = _check_fit(reader, targets, strict)
+    targets, repooled = _without_pooler_of_another_pooling(reader, targets, strict)
+    not_filled = _check_fit(reader, targets, strict) + repooled
     values = _read_values(reader, targets)
     for name, value in values.items():  # nothing is assigned unless everything was read
         variable = targets[name][0]
@@ -255,6 +258,28 @@ def load_checkpoint(model, path, strict=False):
     return report
 
 
+def _without_pooler_of_another_pooling(reader, targets, strict):
+    """(`targets`, []), or, when the checkpoint's pooler reads vectors of another width
+    than the model's (a "pair_mean" pooler, 4 * hidden_size, against a [CLS] or "mean"
+    one: `BertConfig.pooling`) and `strict` is not True, `targets` without the pooler and
+    its names: the pooler then starts afresh, as a new task head does (warned). With
+    `strict` True it stays a shape mismatch."""
+    pooler = [name for name in targets if name.startswith(POOLER_SCOPE)]
+    kernel = POOLER_SCOPE + "kernel"
+    if strict is True or kernel not in targets or kernel not in reader.shapes:
+        return targets, []
+    variable, rule = targets[kernel]
+    ckpt_rows = mapping.rule_shape(reader.keras_shape(kernel), _layout_rule(reader, rule))[0]
+    rows, width = variable.shape
+    if ckpt_rows == rows or {ckpt_rows, rows} != {width, 4 * width}:
+        return targets, []
+    logging.warning(
+        "%s: its pooler reads %d features and this model's %d (bert_config.json's "
+        "'pooling' differs from the checkpoint's): the pooler starts afresh.",
+        reader.path, ckpt_rows, rows)
+    return {n: t for n, t in targets.items() if n not in pooler}, pooler
+
+
 def _layout_rule(reader, rule):
     """The rule that brings a checkpoint tensor into the model's layout (none for a
     checkpoint in Keras layout already)."""
@@ -263,6 +288,7 @@ def _layout_rule(reader, rule):
 
 # The embedding table, whose rows are the vocabulary's ids.
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
+POOLER_SCOPE = "bert/pooler/dense/"
 # Where `modeling.heads.BiLSTM` weights are named (see `modeling.models`).
 BILSTM_SCOPE = "cls/bilstm/"
 

@@ -42,8 +42,9 @@ _FIELDS = {
     "position_embedding_init": ("truncated_normal", str),
 }
 # What the pooled output (the classifier's input) summarises: the original's [CLS] vector,
-# or the mean of the real tokens' vectors; either through the same tanh dense layer.
-POOLINGS = ("cls", "mean")
+# the mean of the real tokens' vectors, or the means of the two segments compared; each
+# through the same tanh dense layer (for "pair_mean" it reads 4 * hidden_size features).
+POOLINGS = ("cls", "mean", "pair_mean")
 # Fields the original's bert_config.json does not have: written only when not at their
 # default, so that a config of the original's kind reads and writes back unchanged.
 # How a new model's position table starts: the original's truncated normal, or
@@ -105,7 +106,12 @@ class BertConfig:
             multiple-choice scorer and the next-sentence head) summarises: "cls", the
             [CLS] vector (the original's), or "mean", the mean of the real tokens' vectors
             (sentence-transformers' mean pooling; Cramming's `pooler: avg`), each through
-            the same tanh dense layer. A model's choice travels with its bert_config.json
+            the same tanh dense layer; or "pair_mean": the mean of segment A's real
+            tokens, u, and of segment B's, v (zeros for a single text), compared as
+            [u; v; |u - v|; u * v] (the features of InferSent, Conneau et al. 2017, and of
+            Sentence-BERT's classifier, Reimers & Gurevych 2019), whose dense layer reads
+            4 * hidden_size features: sentence pairs (STS-B, QNLI) fine-tuned from a
+            briefly pre-trained model. A model's choice travels with its bert_config.json
             into fine-tuning and export. Not in the original, and not convertible to
             Hugging Face's BERT (its pooler reads [CLS]); written to the file only when
             not "cls". Defaults to "cls".

@@ -50,8 +50,8 @@ class BertEncoder(keras.Model):
         initializer_range: float. Defaults to 0.02.
         causal_attention, pre_layer_norm: bool. Options that are not the original's (see
             `BertConfig`). Default False.
-        pooling: str. "cls" (the original's) or "mean": what "pooled_output" summarises
-            (see `BertConfig`). Default "cls".
+        pooling: str. "cls" (the original's), "mean" or "pair_mean": what
+            "pooled_output" summarises (see `BertConfig`). Default "cls".
         position_embedding_init: str. "truncated_normal" (the original's) or
             "sinusoidal": how the position table starts (see `BertConfig`).
 
@@ -68,8 +68,9 @@ class BertEncoder(keras.Model):
 
     Returns:
         dict with "sequence_output" (float [batch_size, seq_length, hidden_size], the last
-        block), "pooled_output" (float [batch_size, hidden_size], tanh dense on [CLS], or
-        on the real tokens' mean with `pooling="mean"`),
+        block), "pooled_output" (float [batch_size, hidden_size], tanh dense on [CLS], on
+        the real tokens' mean with `pooling="mean"`, or on the two segments' means
+        compared with `pooling="pair_mean"`),
         "encoder_outputs" (list of num_layers float [batch_size, seq_length, hidden_size],
         one per block) and "embedding_output" (float [batch_size, seq_length, hidden_size]).
 
@@ -204,13 +205,22 @@ def _make_layers(c, dtype):
     return embeddings, blocks, final_norm, pooler
 
 
+def _masked_mean(x, weights):
+    """The mean of `x`'s vectors [B, S, H] over the positions whose float `weights` [B, S]
+    are 1, summed in float32 (zeros where none is)."""
+    weights = ops.expand_dims(weights, -1)
+    count = ops.maximum(ops.sum(weights, axis=1), 1.0)
+    return ops.sum(ops.cast(x, "float32") * weights, axis=1) / count
+
+
 def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, training=None,
              skip_padding=False, pooling="cls"):
     """The encoder's outputs from its layers and `inputs` (symbolic, to build the
     functional model, or tensors). `causal`: each position attends to itself and those
     before it, and the pooled vector is the last real token's (the one that has seen the
     whole sequence) instead of [CLS]'s. `skip_padding`: see `BertEncoder`. `pooling`:
-    "mean" pools the mean of the real tokens' vectors instead of [CLS]'s."""
+    "mean" pools the mean of the real tokens' vectors instead of [CLS]'s, "pair_mean"
+    the two segments' means compared (`BertConfig`)."""
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
                                   training=training)
     mask_adder = attention_mask_adder(inputs["input_mask"])
@@ -243,9 +253,12 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)
         summary = ops.squeeze(summary, 1)
     elif pooling == "mean":  # the real tokens' mean, summed in float32
-        weights = ops.cast(ops.expand_dims(inputs["input_mask"], -1), "float32")
-        count = ops.maximum(ops.sum(weights, axis=1), 1.0)
-        summary = ops.cast(ops.sum(ops.cast(x, "float32") * weights, axis=1) / count, x.dtype)
+        summary = ops.cast(_masked_mean(x, ops.cast(inputs["input_mask"], "float32")), x.dtype)
+    elif pooling == "pair_mean":  # [u; v; |u - v|; u * v] of the segments' means
+        real = ops.cast(inputs["input_mask"], "float32")
+        second = ops.cast(ops.minimum(inputs["segment_ids"], 1), "float32")
+        u, v = _masked_mean(x, real * (1.0 - second)), _masked_mean(x, real * second)
+        summary = ops.cast(ops.concatenate([u, v, ops.abs(u - v), u * v], axis=-1), x.dtype)
     else:
         summary = ops.take(x, 0, axis=1)  # the [CLS] vector
     return {"sequence_output": x,

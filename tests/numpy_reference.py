@@ -39,7 +39,8 @@ def softmax(x):
 def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     """Returns dict like BertEncoder's, computed in float64. With `cfg["causal_attention"]`
     a query attends to keys at or before it only, and the pooled vector is the last real
-    token's; with `cfg["pooling"] == "mean"`, the real tokens' average."""
+    token's; with `cfg["pooling"] == "mean"`, the real tokens' average; with "pair_mean",
+    [u; v; |u - v|; u * v] of segment A's and B's real tokens' averages (v: zeros if no B)."""
     w = {k: np.asarray(v, np.float64) for k, v in w.items()}
     H, N = cfg["hidden_size"], cfg["num_attention_heads"]
     D = H // N
@@ -88,6 +89,15 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
         summary = x[np.arange(B), input_mask.sum(1) - 1]
     elif cfg.get("pooling", "cls") == "mean":  # the average of the real tokens
         summary = np.stack([x[b, input_mask[b] > 0].mean(0) for b in range(B)])
+    elif cfg.get("pooling", "cls") == "pair_mean":  # each segment's average, compared
+        rows = []
+        for b in range(B):
+            real = input_mask[b] > 0
+            a, second = x[b, real & (segment_ids[b] == 0)], x[b, real & (segment_ids[b] > 0)]
+            u = a.mean(0)
+            v = second.mean(0) if len(second) else np.zeros(H)
+            rows.append(np.concatenate([u, v, np.abs(u - v), u * v]))
+        summary = np.stack(rows)
     else:  # [CLS]
         summary = x[:, 0]
     pooled = np.tanh(summary @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
@@ -123,7 +133,8 @@ def random_google_weights(cfg, rng, heads=("pretraining",), num_labels=3):
         "bert/embeddings/token_type_embeddings": (T, H),
         "bert/embeddings/position_embeddings": (P, H),
         "bert/embeddings/LayerNorm/gamma": (H,), "bert/embeddings/LayerNorm/beta": (H,),
-        "bert/pooler/dense/kernel": (H, H), "bert/pooler/dense/bias": (H,),
+        "bert/pooler/dense/kernel": (4 * H if cfg.get("pooling") == "pair_mean" else H, H),
+        "bert/pooler/dense/bias": (H,),
     }
     for i in range(cfg["num_hidden_layers"]):
         p = f"bert/encoder/layer_{i}/"

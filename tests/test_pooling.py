@@ -67,11 +67,12 @@ def test_a_bad_pooling_is_named(change, message, tiny_config_dict):
         modeling.BertConfig.from_dict(dict(tiny_config_dict, **change), source="cfg.json")
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("pooling", ["cls", "mean", "pair_mean"])
 def test_pooled_output_against_the_numpy_forward(pooling, tiny_config_dict, tiny_inputs,
                                                  tmp_path):
     """The second sequence is padded: the mean covers its real tokens only, in the padded
-    computation and in the one that skips the padding; more padding changes nothing."""
+    computation and in the one that skips the padding; more padding changes nothing. The
+    first sequence is a pair, the second a single text (its segment B empty)."""
     cfg = dict(tiny_config_dict, pooling=pooling)
     weights = ref.random_google_weights(cfg, np.random.default_rng(3), heads=())
     prefix = write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
@@ -83,9 +84,34 @@ def test_pooled_output_against_the_numpy_forward(pooling, tiny_config_dict, tiny
                                want, atol=1e-5)
     longer = {name: np.pad(value, ((0, 0), (0, 5))) for name, value in tiny_inputs.items()}
     np.testing.assert_allclose(encoder(longer)["pooled_output"], want, atol=1e-5)
+    if pooling == "pair_mean":  # the segments matter: all of it as A gives another vector
+        one_segment = dict(tiny_inputs, segment_ids=np.zeros_like(tiny_inputs["segment_ids"]))
+        elsewise = ref.encoder_forward(weights, cfg, **one_segment)
+        assert np.abs(elsewise["pooled_output"][0] - want[0]).max() > 1e-2
+        return
     other = "cls" if pooling == "mean" else "mean"
     elsewise = ref.encoder_forward(weights, dict(cfg, pooling=other), **tiny_inputs)
     assert np.abs(elsewise["pooled_output"] - want).max() > 1e-2  # the choice matters
+
+
+def test_pair_mean_pools_the_two_segments_compared():
+    """Checked by hand: the vectors below as the last block's output (no blocks), a pooler
+    that passes its input through, and the summary is [u; v; |u - v|; u * v] of the two
+    segments' real tokens' means (padding left out), v zero without a segment B."""
+    import keras
+
+    from modeling import encoder as encoder_module
+    x = np.array([[[1., 0.], [3., 0.], [0., 2.], [0., 4.], [9., 9.]],
+                  [[2., 2.], [4., 0.], [7., 7.], [7., 7.], [7., 7.]]], np.float32)
+    mask = np.array([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]], np.int32)
+    seg = np.array([[0, 0, 1, 1, 1], [0, 0, 0, 0, 0]], np.int32)
+    identity = keras.layers.Dense(8, use_bias=False, kernel_initializer="identity")
+    out = encoder_module._forward(
+        lambda ids, segments, training=None: x, [], None, identity,
+        {"input_ids": mask, "input_mask": mask, "segment_ids": seg}, pooling="pair_mean")
+    want = [[2, 0, 0, 3, 2, 3, 0, 0],  # A (1,0),(3,0): u (2,0); B (0,2),(0,4): v (0,3)
+            [3, 1, 0, 0, 3, 1, 0, 0]]  # A (2,2),(4,0): u (3,1); no B: v (0,0)
+    np.testing.assert_allclose(np.asarray(out["pooled_output"]), want, atol=1e-6)
 
 
 def test_the_hugging_face_export_refuses_mean_pooling(tiny_config_dict, tmp_path):
@@ -99,8 +125,8 @@ def test_the_hugging_face_export_refuses_mean_pooling(tiny_config_dict, tmp_path
 WORDS = ["good", "bad", "the", "movie", "was", "a", "plot", "very"]
 
 
-def _toy_task(folder):
-    """A two-label task in the SST-2 layout, its vocabulary and a mean-pooling config."""
+def _toy_task(folder, pooling):
+    """A two-label task in the SST-2 layout, its vocabulary and a config with `pooling`."""
     rng = random.Random(0)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
@@ -116,21 +142,23 @@ def _toy_task(folder):
         (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
     cfg = {"vocab_size": len(vocab), "hidden_size": 16, "num_hidden_layers": 2,
            "num_attention_heads": 4, "intermediate_size": 24, "hidden_act": "gelu",
-           "max_position_embeddings": 32, "type_vocab_size": 2, "pooling": "mean"}
+           "max_position_embeddings": 32, "type_vocab_size": 2, "pooling": pooling}
     (folder / "bert_config.json").write_text(json.dumps(cfg))
     return cfg, data
 
 
-def test_a_checkpoints_pooling_reaches_fine_tuning_and_export(tmp_path):
-    """A pre-trained checkpoint whose bert_config.json says "mean": run_classifier.py
-    fine-tunes it and exports a SavedModel (and model.tflite) whose answers are the NumPy
-    forward pass of the fine-tuned weights with mean pooling (and not with [CLS])."""
+@pytest.mark.parametrize("pooling", ["mean", "pair_mean"])
+def test_a_checkpoints_pooling_reaches_fine_tuning_and_export(pooling, tmp_path):
+    """A pre-trained checkpoint whose bert_config.json says "mean" (or "pair_mean"):
+    run_classifier.py fine-tunes it and exports a SavedModel (and model.tflite) whose
+    answers are the NumPy forward pass of the fine-tuned weights with that pooling (and
+    not with [CLS], whose pooler has the same shape as the mean's)."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops of the export)
 
     from tasks.classification.data import InputExample
     from tasks.classification.features import convert_examples
-    cfg, data = _toy_task(tmp_path)
+    cfg, data = _toy_task(tmp_path, pooling)
     weights = ref.random_google_weights(cfg, np.random.default_rng(0))
     checkpoint = write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
     out, export = tmp_path / "out", tmp_path / "export"
@@ -156,16 +184,43 @@ def test_a_checkpoints_pooling_reaches_fine_tuning_and_export(tmp_path):
                                 str(tmp_path / "vocab.txt"), True, 12)
     inputs = {name: features[name] for name in ("input_ids", "input_mask", "segment_ids")}
 
-    def probabilities(pooling):
-        pooled = ref.encoder_forward(tuned, dict(cfg, pooling=pooling),
+    def probabilities(pooling, weights=tuned):
+        pooled = ref.encoder_forward(weights, dict(cfg, pooling=pooling),
                                      **inputs)["pooled_output"]
         return ref.softmax(pooled @ tuned["output_weights"].T + tuned["output_bias"])
 
     served = tf.saved_model.load(str(export)).signatures["serving_default"]
     got = served(text_a=tf.constant(texts))["probabilities"].numpy()
-    np.testing.assert_allclose(got, probabilities("mean"), atol=1e-5)
-    assert np.abs(got - probabilities("cls")).max() > 1e-3
+    np.testing.assert_allclose(got, probabilities(pooling), atol=1e-5)
+    if pooling == "pair_mean":  # not the plain mean read by the kernel's first rows
+        hidden = cfg["hidden_size"]
+        kernel = tuned["bert/pooler/dense/kernel"]
+        assert kernel.shape == (4 * hidden, hidden)
+        other = probabilities("mean", dict(tuned, **{
+            "bert/pooler/dense/kernel": kernel[:hidden]}))
+    else:
+        other = probabilities("cls")
+    assert np.abs(got - other).max() > 1e-3
     # serving.load, as a web service calls it: LiteRT's model.tflite, from raw text.
     import serving
     lite = serving.load(str(export), backend="tflite")(texts)["probabilities"]
-    np.testing.assert_allclose(np.asarray(lite), probabilities("mean"), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(lite), probabilities(pooling), atol=1e-5)
+
+
+def test_a_pooler_of_another_pooling_starts_afresh_unless_strict(tiny_config_dict, tmp_path):
+    """A [CLS] checkpoint's pooler (hidden_size rows) cannot read "pair_mean"'s 4 *
+    hidden_size features: fine-tuning (strict="encoder") loads everything else and leaves
+    the pooler at its initial values; an exact load (strict=True) is a shape mismatch."""
+    weights = ref.random_google_weights(tiny_config_dict, np.random.default_rng(5), heads=())
+    prefix = write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
+    encoder = modeling.BertEncoder(modeling.BertConfig(**tiny_config_dict, pooling="pair_mean"))
+    initial = encoder.pooler.kernel.numpy().copy()
+    report = modeling.load_checkpoint(encoder, prefix, strict="encoder")
+    assert sorted(report.not_filled) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
+    np.testing.assert_array_equal(encoder.pooler.kernel.numpy(), initial)
+    loaded = {name: variable.numpy() for name, (variable, _) in variable_map(encoder).items()}
+    np.testing.assert_array_equal(loaded["bert/embeddings/word_embeddings"],
+                                  weights["bert/embeddings/word_embeddings"])
+    with pytest.raises(modeling.CheckpointError, match="pooler/dense/kernel.*shape"):
+        modeling.load_checkpoint(modeling.BertEncoder(modeling.BertConfig(
+            **tiny_config_dict, pooling="pair_mean")), prefix, strict=True)

@@ -29,6 +29,7 @@ from bench.paper import english_corpus
 from bench.paper import tables as paper_tables
 from bench.paper.tables import LEARNING_RATE, Bench, mean_se
 from common.settings import setting
+from modeling.config import POOLINGS
 from tasks.pretraining.from_text import OBJECTIVES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -161,9 +162,10 @@ class Settings(harness.SharedData):
     tasks: str = setting(','.join(TASKS), help='comma-separated, of ' + ', '.join(TASKS))
     models: str = setting('pre-trained,random weights', help="which to fine-tune (a run done "
                           "already is reused); random weights alone need no pre-training")
-    pooling: Optional[str] = setting(None, choices=("cls", "mean"), help="fine-tune both "
-                                     "models with this pooling (bert_config.json's "
-                                     "'pooling'; default: each model's own)")
+    pooling: Optional[str] = setting(None, choices=POOLINGS, help="fine-tune both models "
+                                     "with this pooling (bert_config.json's 'pooling'; "
+                                     "default: each model's own; a pooler of another width "
+                                     "starts afresh)")
     jobs: int = setting(1, help="fine-tuning runs at once (2 on 2 cores: 1.16x the "
                         "throughput, bench/RESULTS.md)")
 
