@@ -79,3 +79,4 @@ def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
     assert f"--masked_lm_prob={RECIPE['masked_lm_prob']:g}" in text
     assert f"initializer_range {RECIPE['model']['initializer_range']:g}" in text
     assert f'"position_embedding_init": "{RECIPE["model"]["position_embedding_init"]}"' in text
+    assert f'"pooling": "{RECIPE["model"]["pooling"]}"' in text

@@ -36,13 +36,15 @@ from data_prep import corpus
 # recipe, which is still on it at 2,000 (bench/plateau_escape.py; RESULTS, "Leaving the
 # plateau"): 40% of the tokens masked (Wettig et al. 2022), weights initialised at 0.05,
 # not 0.02 (a head's query-key products start large enough to learn from), the position
-# table started as sinusoids, and a peak learning rate of 5e-4, not 3e-4.
+# table started as sinusoids, and a peak learning rate of 5e-4, not 3e-4. The pooled
+# vector is "pair_mean" (`BertConfig.pooling`: the two segments' means compared), which
+# the masked LM does not train but fine-tuning on sentence pairs can use from the start.
 RECIPE = {
     "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
               "intermediate_size": 1024, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
               "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 128,
               "type_vocab_size": 2, "initializer_range": 0.05,
-              "position_embedding_init": "sinusoidal"},
+              "position_embedding_init": "sinusoidal", "pooling": "pair_mean"},
     "vocab_size": 8192,
     "max_seq_length": 128,
     "masked_lm_prob": 0.40,
