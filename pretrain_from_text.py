@@ -84,7 +84,9 @@ def fine_tuning_advice(export, vocab, do_lower_case):
              f"--do_lower_case={do_lower_case} --max_seq_length=128")
     return (
         "Fine-tune it on your own sentence-classification set (my_data/train.tsv and "
-        "dev.tsv with the columns text_a and label; docs/classification.md):\n"
+        "dev.tsv with the columns text_a and label; for sentence pairs, which its pooling "
+        "compares, add a column text_b and --text_b_column=text_b; "
+        "docs/classification.md):\n"
         f"  python run_classifier.py --task_name=generic --data_dir=my_data "
         f"--text_a_column=text_a --label_column=label \\\n    {model} --do_train --do_eval "
         f"--output_dir=my_classifier\n"

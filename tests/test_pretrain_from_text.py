@@ -255,24 +255,30 @@ def test_text_to_checkpoint_and_resume(tmp_path):
         assert changed.split("=")[0] in refused.stderr and "Traceback" not in refused.stderr
     # The fine-tuning command it suggests for the user's own labelled sentences runs as
     # printed, on files laid out as it says (my_data/train.tsv and dev.tsv, columns
-    # text_a and label), with the generic task.
+    # text_a and label, and text_b for pairs with the flag it names), with the generic
+    # task; the model pools as the recipe says, its pooler loaded from the checkpoint.
+    exported = json.loads((export / "bert_config.json").read_text())
+    assert exported["pooling"] == from_text.RECIPE["model"]["pooling"] == "pair_mean"
     text = first.stderr.replace("\\\n", " ")
     line = next(ln for ln in text.splitlines() if "run_classifier.py --task_name=generic" in ln)
     argv = shlex.split(line)
     assert argv[:2] == ["python", "run_classifier.py"], argv
+    assert "--text_b_column=text_b" in text
     data = tmp_path / "my_data"
     data.mkdir()
     rng = random.Random(1)
     for split in ("train", "dev"):
-        rows = [f"{' '.join(rng.choice(WORDS) for _ in range(6))}\t{['no', 'yes'][i % 2]}"
+        rows = [f"{' '.join(rng.choice(WORDS) for _ in range(6))}\t"
+                f"{' '.join(rng.choice(WORDS) for _ in range(4))}\t{['no', 'yes'][i % 2]}"
                 for i in range(16)]
-        (data / f"{split}.tsv").write_text("text_a\tlabel\n" + "\n".join(rows) + "\n")
-    tuned = warm_processes.run([os.path.join(ROOT, "run_classifier.py")] + argv[2:],
-                               cwd=str(tmp_path), timeout=900,
+        (data / f"{split}.tsv").write_text("text_a\ttext_b\tlabel\n" + "\n".join(rows) + "\n")
+    tuned = warm_processes.run([os.path.join(ROOT, "run_classifier.py")] + argv[2:]
+                               + ["--text_b_column=text_b"], cwd=str(tmp_path), timeout=900,
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert tuned.returncode == 0, tuned.stderr[-3000:]
     assert "eval_examples = 16" in (tmp_path / "my_classifier" / "eval_results.txt").read_text()
     assert "No --init_checkpoint" not in tuned.stderr
+    assert "pooler starts afresh" not in tuned.stderr
 
 
 ORDINALS = "first second third fourth fifth sixth seventh eighth".split()
