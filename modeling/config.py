@@ -110,11 +110,11 @@ class BertConfig:
             tokens, u, and of segment B's, v (zeros for a single text), compared as
             [u; v; |u - v|; u * v] (the features of InferSent, Conneau et al. 2017, and of
             Sentence-BERT's classifier, Reimers & Gurevych 2019), whose dense layer reads
-            4 * hidden_size features: sentence pairs (STS-B, QNLI) fine-tuned from a
-            briefly pre-trained model. A model's choice travels with its bert_config.json
-            into fine-tuning and export. Not in the original, and not convertible to
-            Hugging Face's BERT (its pooler reads [CLS]); written to the file only when
-            not "cls". Defaults to "cls".
+            4 * hidden_size features (what lets sentence pairs gain from a briefly
+            pre-trained model: bench/RESULTS.md, "One-hour recipe"). A model's choice
+            travels with its bert_config.json into fine-tuning and export. Not in the
+            original, and not convertible to Hugging Face's BERT (its pooler reads
+            [CLS]); written to the file only when not "cls". Defaults to "cls".
         position_embedding_init: str. How a new model's position table is initialised:
             "truncated_normal" (the original's, as every other table) or "sinusoidal"
             (the sines and cosines of Vaswani et al. 2017, scaled to an RMS of
