@@ -242,7 +242,7 @@ def load_checkpoint(model, path, strict=False):
     if reader.format == HUGGING_FACE and not getattr(model, "hf_has_pooler", True):
         # Hugging Face's token-level models have no pooler, and these models never use
         # theirs: it is not expected from their files.
-        targets = {n: t for n, t in targets.items() if not n.startswith("bert/pooler/")}
+        targets = {n: t for n, t in targets.items() if not n.startswith(POOLER_SCOPE)}
     targets, repooled = _without_pooler_of_another_pooling(reader, targets, strict)
     not_filled = _check_fit(reader, targets, strict) + repooled
     values = _read_values(reader, targets)
