@@ -68,6 +68,7 @@ def test_the_cpu_flag_file_is_pretrain_from_texts_recipe():
                 "optimizer"):
         assert flags[key].strip() == str(RECIPE[key]), key
     assert float(flags["learning_rate"]) == RECIPE["learning_rate"]
+    assert float(flags["pretraining_dropout"]) == RECIPE["pretraining_dropout"]
     default_beta2 = TrainerConfig.__dataclass_fields__["adam_beta2"].default
     assert float(flags.get("adam_beta2", default_beta2)) == RECIPE["adam_beta2"]
     steps, warmup = int(flags["num_train_steps"]), int(flags["num_warmup_steps"])

@@ -222,6 +222,9 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert recipe["plan"]["dtype"] == "float32"
     flags_of_run = json.loads((out / "pretraining" / "training_flags.json").read_text())
     assert flags_of_run["dtype"] == "float32"
+    # Pre-trained without dropout (Cramming's); the export keeps the config's for fine-tuning.
+    assert flags_of_run["pretraining_dropout"] == from_text.RECIPE["pretraining_dropout"] == 0
+    assert json.loads((export / "bert_config.json").read_text())["hidden_dropout_prob"] == 0.1
     assert "(mlm_nsp, float32)" in first.stderr
     # Where the CPU has native bfloat16 products, the command says --dtype=bfloat16 is faster.
     assert ("--dtype=bfloat16" in first.stderr) == bool(cpu.native_bfloat16())

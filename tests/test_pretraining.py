@@ -8,10 +8,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from pretraining_data import TINY_TRAINING_CONFIG, write_records
+from pretraining_data import TINY_TRAINING_CONFIG, write_config, write_records
 
 from modeling import BertConfig, BertPretrainer
 from tasks.pretraining import PretrainingTask
+from tasks.pretraining.config import PretrainingConfig
 from tasks.pretraining.input import pretraining_dataset
 from training import metrics_log
 from training.loop import Trainer, TrainingDivergedError, log_interval
@@ -336,3 +337,33 @@ def test_one_replica_reads_the_batches_the_strategy_would_give_it():
               for batch in strategy.distribute_datasets_from_function(dataset_fn)]
     assert ours == theirs == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     assert contexts == [(1, 0, 1), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("dropout", [None, 0.0])
+def test_pretraining_dropout_is_trained_with_and_the_export_keeps_the_configs(
+        records, tmp_path, dropout):
+    """--pretraining_dropout=0 trains without dropout (a training-mode forward pass is the
+    inference one); without it the config's 0.3 applies. Either way the exported
+    bert_config.json keeps 0.3, the dropout fine-tuning will use."""
+    config_file = write_config(tmp_path / "bert_config.json", hidden_dropout_prob=0.3,
+                               attention_probs_dropout_prob=0.3)
+    task = PretrainingTask(PretrainingConfig(
+        input_file=records[0], bert_config_file=config_file, max_seq_length=SEQ,
+        max_predictions_per_seq=PRED, objective="mlm", pretraining_dropout=dropout))
+    keras.utils.set_random_seed(0)
+    model = task.build_model(BertConfig.from_json_file(config_file))
+    inputs = task.model_inputs(_first_batch(records, 8))
+    inference = model(inputs, training=False)["masked_lm_logits"].numpy()
+    trained = [model(inputs, training=True)["masked_lm_logits"].numpy() for _ in range(2)]
+    if dropout == 0.0:
+        np.testing.assert_allclose(trained[0], inference, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(trained[1], inference, rtol=1e-5, atol=1e-6)
+    else:
+        assert np.abs(trained[0] - inference).max() > 1e-2
+        assert np.abs(trained[0] - trained[1]).max() > 1e-2
+    task.export(model, str(tmp_path / "export"))
+    exported = BertConfig.from_json_file(str(tmp_path / "export" / "bert_config.json"))
+    assert exported.hidden_dropout_prob == exported.attention_probs_dropout_prob == 0.3
+    with pytest.raises(ValueError, match="--pretraining_dropout=1.0: must be at least 0"):
+        PretrainingConfig(input_file=records[0], bert_config_file=config_file,
+                          pretraining_dropout=1.0)

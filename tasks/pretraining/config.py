@@ -37,13 +37,20 @@ class PretrainingConfig(TaskConfig):
         help="mlm_nsp: masked LM + next sentence (the original); mlm: masked LM only (the "
         "paper's No NSP); ltr: left-to-right LM, causal attention, no [MASK] in the input "
         "(the original tokens are put back from the same records), no NSP.")
+    pretraining_dropout: Optional[float] = setting(
+        None, recorded=True,
+        help="Dropout while pre-training, for both of bert_config.json's (hidden and "
+        "attention; default: the config's, as the original). The exported "
+        "bert_config.json keeps the config's, for fine-tuning. 0: none, as Cramming "
+        "(Geiping & Goldstein 2022) pre-trains.")
 
     def __post_init__(self):
         super().__post_init__()
         check(self, {"objective": (lambda o: o in OBJECTIVES, f"one of {list(OBJECTIVES)}"),
                      "max_predictions_per_seq": WHOLE_POSITIVE,
                      "num_train_steps": STEPS, "num_warmup_steps": NON_NEGATIVE,
-                     "max_eval_steps": WHOLE_POSITIVE})
+                     "max_eval_steps": WHOLE_POSITIVE,
+                     "pretraining_dropout": (lambda p: 0 <= p < 1, "at least 0 and below 1")})
         if self.num_warmup_steps > self.num_train_steps:
             raise ValueError(
                 f"--num_warmup_steps={self.num_warmup_steps} is more than --num_train_steps="

@@ -55,6 +55,7 @@ RECIPE = {
     "optimizer": "adamw_original",
     "adam_beta2": 0.999,
     "warmup_share": 0.06,
+    "pretraining_dropout": 0.0,
     "max_dupe_factor": 10,
 }
 # The objectives `pretrain_from_text.py` offers, and the `--objective` of run_pretraining.py
@@ -389,9 +390,10 @@ def shortfall(plan):
 
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
                      objective=RECIPE["objective"],
-                     max_predictions_per_seq=RECIPE["max_predictions_per_seq"]):
+                     max_predictions_per_seq=RECIPE["max_predictions_per_seq"],
+                     pretraining_dropout=RECIPE["pretraining_dropout"]):
     """The pre-training task of the recipe on these records (written for `objective`,
-    one of OBJECTIVES)."""
+    one of OBJECTIVES); `pretraining_dropout` None: the model config's."""
     from tasks.pretraining.config import PretrainingConfig
     from tasks.pretraining.task import PretrainingTask
     return PretrainingTask(PretrainingConfig(
@@ -399,6 +401,7 @@ def pretraining_task(records, heldout_records, config_file, steps, warmup,
         bert_config_file=config_file, max_seq_length=RECIPE["max_seq_length"],
         max_predictions_per_seq=max_predictions_per_seq, num_train_steps=steps,
         num_warmup_steps=warmup, objective=TRAINED_AS[objective],
+        pretraining_dropout=pretraining_dropout,
         # The held-out figure the command prints covers up to 100 x 64 instances (the
         # recipe's corpus holds 829), not 800 of them (the default batch of 8).
         eval_batch_size=HELDOUT_EVAL_BATCH))

@@ -139,8 +139,16 @@ class PretrainingTask(Task):
                     eval_input_file=self.eval_files)
 
     def build_model(self, bert_config):
+        dropout = self.config.pretraining_dropout if self.config is not None else None
+        kept = {"hidden_dropout_prob": bert_config.hidden_dropout_prob,
+                "attention_probs_dropout_prob": bert_config.attention_probs_dropout_prob}
+        if dropout is not None:  # the model trains with it; the export keeps the config's
+            bert_config = BertConfig.from_dict(
+                dict(bert_config.to_dict(), **{name: dropout for name in kept}),
+                source=bert_config.source)
         model = pretraining_model(bert_config, self.objective)
-        self.bert_config = model.encoder.bert_config()
+        self.bert_config = BertConfig.from_dict(
+            dict(model.encoder.bert_config().to_dict(), **kept), source=bert_config.source)
         return model
 
     def train_input(self, global_batch_size, seed):
