@@ -57,9 +57,10 @@ _RECORDED_BEFORE = {
     "num_train_epochs", "num_warmup_steps", "warmup_proportion", "weight_decay_rate",
     "clip_norm", "dtype", "seed",
     # ... and those added since: multiple choice's file layout, the pre-training objective,
-    # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2.
+    # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2, the
+    # pre-training's own dropout.
     "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
-    "adam_beta2"}
+    "adam_beta2", "pretraining_dropout"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():
