@@ -31,8 +31,8 @@ from bench import harness
 from common.settings import setting
 
 # Each variant: fields of the recipe's bert_config.json, of its trainer, of its records'
-# masking, of its task and of its schedule, changed. Variants join with "+" (`dropout_0.1+mask_25`): each measured
-# alone, then together.
+# masking, of its task and of its schedule, changed. Variants join with "+"
+# (`dropout_0.1+mask_25`): each measured alone, then together.
 # The original's masking (15%, 20 predictions in 128 tokens): the first recipe's, and the
 # records the plateau level is estimated on, whatever the recipe now masks.
 ORIGINAL_MASKING = {"masked_lm_prob": 0.15, "max_predictions_per_seq": 20}
