@@ -59,7 +59,8 @@ class Recipe(Bench):
         seconds = self.run("pretrain_from_text.py", {
             "input_text": ",".join(files), "output_dir": self.settings.recipe_dir,
             "budget_minutes": self.recipe_settings.budget_minutes,
-            "objective": self.recipe_settings.objective, "dtype": self.recipe_settings.dtype},
+            "objective": self.recipe_settings.objective, "dtype": self.recipe_settings.dtype,
+            "seed": self.recipe_settings.pretraining_seed},
             os.path.join(export, "bert_model.ckpt.index"))
         if seconds:
             with open(os.path.join(self.work, "pretrain_seconds.txt"), "w") as f:
@@ -152,6 +153,9 @@ class Settings(harness.SharedData):
                                        "(default: the recipe's)", choices=OBJECTIVES)
     dtype: Optional[str] = setting(None, help="pretrain_from_text.py --dtype (default: "
                                    "float32)", choices=('float32', 'bfloat16'))
+    pretraining_seed: Optional[int] = setting(
+        None, help="pretrain_from_text.py --seed (masking and weights; default: its own): "
+        "another pre-training of the same plan, to measure the pre-training's own variance")
     plan_seconds_per_step: Optional[float] = setting(
         None, help="Plan the run as a CPU taking this long a step would (0.94: 2 AVX2 "
         "cores, the hour's 3,829 steps), whatever this one takes; default: time a step "
