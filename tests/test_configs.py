@@ -22,7 +22,7 @@ CONFIGS = {  # flag file -> (script, values it must set)
         "learning_rate": "1e-4", "num_train_steps": "900000", "num_warmup_steps": "10000"}),
     "pretraining_cpu_1h.cfg": ("run_pretraining.py", {
         "objective": "mlm", "max_seq_length": "128", "max_predictions_per_seq": "52",
-        "train_batch_size": "32", "learning_rate": "5e-4", "optimizer": "adamw_original"}),
+        "train_batch_size": "32", "learning_rate": "7e-4", "optimizer": "adamw_original"}),
     "pretraining_phase2_512.cfg": ("run_pretraining.py", {
         "max_seq_length": "512", "max_predictions_per_seq": "80",
         "num_train_steps": "100000"}),
