@@ -137,8 +137,9 @@ def main(_):
         scratch = tempfile.mkdtemp(prefix="calibration-", dir=out)
         try:
             seconds = from_text.calibrate(
-                heldout_records, config_file, scratch, runtime, objective,
-                steps=from_text.calibration_steps(FLAGS.budget_minutes))
+                heldout_text, vocab, FLAGS.do_lower_case, config_file, scratch, runtime,
+                objective, steps=from_text.calibration_steps(FLAGS.budget_minutes),
+                seed=FLAGS.seed + 2)
         except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
             raise stopped.saying(
                 "the speed measurement (stage 3) is not kept. Rerun the same command: it "

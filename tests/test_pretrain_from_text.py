@@ -185,6 +185,34 @@ def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
     assert from_text.shortfall(avx2) is None
 
 
+def test_the_step_is_timed_on_records_masked_as_training_masks(tmp_path, monkeypatch):
+    """A step costs more with more masked positions (the output layer computes those
+    only): timed on the held-out records (15% masked), the plan overran a 60-minute budget
+    by 8 minutes on 2 AVX2 cores. The calibration masks the held-out text as the recipe
+    trains (40%) and turns the median logged rate after the first window into seconds."""
+    from training import runner
+    text = _corpus(tmp_path / "heldout.txt", documents=10)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS)
+                     + "\n", encoding="utf-8")
+    timed = {}
+
+    def fake_run(task, trainer, runtime, do_train, hooks=()):
+        timed["records"] = task.config.input_file.split(",")
+        for rate in (5.0, 30.0, 32.0, 40.0):  # the first window traces
+            for hook in hooks:
+                hook(0, {"sequences_per_second": rate})
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    seconds = from_text.calibrate(text, str(vocab), True, "unused_config.json",
+                                  str(tmp_path / "scratch"), runtime=None)
+    assert seconds == from_text.RECIPE["train_batch_size"] / 32.0
+    [records] = timed["records"]
+    assert records.startswith(str(tmp_path / "scratch"))
+    assert _masked_share(records) == pytest.approx(from_text.RECIPE["masked_lm_prob"],
+                                                   abs=0.03)
+
+
 def test_short_budgets_time_fewer_steps_and_small_texts_write_in_process(monkeypatch):
     # A minute's budget would otherwise spend half of itself on the measurement.
     assert from_text.calibration_steps(1) == 10 and from_text.calibration_steps(60) == 20

@@ -431,12 +431,18 @@ def calibration_steps(budget_minutes):
             else SHORT_CALIBRATION_STEPS)
 
 
-def calibrate(records, config_file, scratch_dir, runtime, objective=RECIPE["objective"],
-              steps=CALIBRATION_STEPS):
+def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, runtime,
+              objective=RECIPE["objective"], steps=CALIBRATION_STEPS, seed=0):
     """Seconds per training step of the recipe on this machine: a short run of `steps`
-    steps of the real training (input pipeline, model, optimizer) on `records`, timed
-    after its first LOG_EVERY_CALIBRATION steps (which trace)."""
+    steps of the real training (input pipeline, model, optimizer) on `text_file` masked as
+    the training records are (records written to `scratch_dir`), timed after its first
+    LOG_EVERY_CALIBRATION steps (which trace). A step costs more with more masked
+    positions (the output layer computes those only): the held-out records, masked 15%,
+    timed 1.32 s a step where training at 40% ran 1.49 (bench/RESULTS-archive.md)."""
     from training import runner
+    records = [os.path.join(scratch_dir, "calibration.tfrecord")]
+    write_records(text_file, records, vocab_file, do_lower_case, 1, seed,
+                  sentence_order=objective == "mlm_sop")
     task = pretraining_task(records, records, config_file, steps, 0, objective)
     timings = []
     runner.run(task, trainer_config(scratch_dir, steps, log_steps=LOG_EVERY_CALIBRATION,
