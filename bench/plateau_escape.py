@@ -82,6 +82,10 @@ VARIANTS = {
     "mask_40": {"masking": {"masked_lm_prob": 0.40, "max_predictions_per_seq": 52}},
     # A warm-up of 1% of the schedule (the original's 10,000 of 1,000,000 steps), not 6%.
     "warmup_1pct": {"schedule": {"warmup_share": 0.01}},
+    # The peak learning rate held to half-way or 3/4 of the schedule, then the linear
+    # decay to 0 (a warm-up, stable, decay shape), not the original's decay from step 0.
+    "stable_0.5": {"trainer": {"lr_stable_share": 0.5}},
+    "stable_0.75": {"trainer": {"lr_stable_share": 0.75}},
     # ALBERT's sentence-order prediction beside the masked LM (Lan et al. 2019).
     "sop": {"masking": {"sentence_order": True}, "task": {"objective": "mlm_nsp"}},
     # Geiping & Goldstein 2022, "Cramming", final configuration as far as it is a setting

@@ -31,6 +31,31 @@ def test_schedule_without_warmup_starts_at_peak():
                                [2e-5, 1.5e-5, 1e-5, 0.5e-5, 0.0], rtol=1e-6, atol=1e-12)
 
 
+def test_schedule_with_a_stable_phase_holds_the_peak_then_decays_to_zero():
+    """Warm-up, stable, decay: warm-up 0, 1/2; the peak to step 5; then linear to 0 at 10."""
+    schedule = WarmupLinearDecay(1.0, num_train_steps=10, num_warmup_steps=2,
+                                 num_stable_steps=5)
+    want = [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.0, 0.0, 0.0]
+    np.testing.assert_allclose([float(schedule(s)) for s in range(13)], want, atol=1e-7)
+    with pytest.raises(ValueError, match="num_stable_steps"):
+        WarmupLinearDecay(1.0, num_train_steps=10, num_stable_steps=10)
+
+
+def test_lr_stable_share_reaches_the_schedule(tiny_config_dict):
+    """--lr_stable_share=0.5 of 100 steps: the peak until step 50, half of it at step 75;
+    out of range, refused naming the flag."""
+    from training.config import TrainerConfig
+    from training.runner import make_optimizer
+    model = BertPretrainer(BertConfig(**tiny_config_dict))
+    trainer = TrainerConfig(output_dir="unused", learning_rate=1e-3, lr_stable_share=0.5)
+    schedule = make_optimizer(model, trainer, num_train_steps=100,
+                              num_warmup_steps=10)._learning_rate
+    np.testing.assert_allclose([float(schedule(s)) for s in (5, 40, 50, 75, 100)],
+                               [5e-4, 1e-3, 1e-3, 5e-4, 0.0], rtol=1e-6, atol=1e-12)
+    with pytest.raises(ValueError, match=r"--lr_stable_share=1\.0: must be at least 0"):
+        TrainerConfig(output_dir="unused", lr_stable_share=1.0)
+
+
 def test_decay_exclusions_are_the_originals(tiny_config_dict):
     model = BertPretrainer(BertConfig(**tiny_config_dict))
     excluded = {name for _, name in decay_excluded(model)}

@@ -43,7 +43,7 @@ def test_only_recorded_flags_of_the_run_configs_are_recorded():
     assert "output_dir" not in record and "unrelated" not in record
     assert set(record) == {"train_batch_size", "gradient_accumulation_steps", "optimizer",
                            "learning_rate", "weight_decay_rate", "clip_norm", "adam_beta2",
-                           "dtype", "seed"}
+                           "lr_stable_share", "dtype", "seed"}
 
 
 # The settings that decide the input, the model or the optimisation: the list this
@@ -58,9 +58,9 @@ _RECORDED_BEFORE = {
     "clip_norm", "dtype", "seed",
     # ... and those added since: multiple choice's file layout, the pre-training objective,
     # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2, the
-    # pre-training's own dropout.
+    # pre-training's own dropout, the learning rate's stable phase.
     "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
-    "adam_beta2", "pretraining_dropout"}
+    "adam_beta2", "pretraining_dropout", "lr_stable_share"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -138,6 +138,10 @@ class TrainerConfig:
     adam_beta2: float = setting(
         0.999, recorded=True, help="Decay of the optimizer's second-moment average (the "
         "original's 0.999; short pre-training runs use 0.98, as Cramming and RoBERTa).")
+    lr_stable_share: float = setting(
+        0.0, recorded=True, help="Share of the training steps (warm-up included) before "
+        "the learning rate starts its linear decay to 0, held at its peak after warm-up: "
+        "0, the original's, decays from step 0.")
     gradient_accumulation_steps: int = setting(
         1, recorded=True, help="Split each replica's batch into N micro-batches and sum "
         "their gradients: the same update as the whole batch, with N times less "
@@ -163,7 +167,7 @@ class TrainerConfig:
                              f"{', '.join(PREDICT_FROM)}.")
         check(self, {"train_batch_size": BATCH, "learning_rate": POSITIVE,
                      "weight_decay_rate": NON_NEGATIVE, "clip_norm": NON_NEGATIVE,
-                     "adam_beta2": BETA,
+                     "adam_beta2": BETA, "lr_stable_share": BETA,
                      "gradient_accumulation_steps": WHOLE_POSITIVE,
                      "save_checkpoints_steps": WHOLE_POSITIVE,
                      "iterations_per_loop": WHOLE_POSITIVE, "log_steps": NON_NEGATIVE,

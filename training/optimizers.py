@@ -241,7 +241,8 @@ def decay_excluded(model, patterns=DEFAULT_DECAY_EXCLUSIONS):
 def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
                      optimizer="adamw_original", weight_decay_rate=0.01,
                      clip_norm=None, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                     decay_exclusions=DEFAULT_DECAY_EXCLUSIONS, loss_scale=False):
+                     decay_exclusions=DEFAULT_DECAY_EXCLUSIONS, loss_scale=False,
+                     num_stable_steps=0):
     """The optimizer every entry point trains with: the original's by default.
 
     Args:
@@ -249,6 +250,8 @@ def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
             `decay_exclusions` by canonical name).
         learning_rate: float. Peak learning rate of `WarmupLinearDecay`.
         num_train_steps, num_warmup_steps: int. The schedule.
+        num_stable_steps: int. Steps at the peak before the decay starts (0: the
+            original's decay from step 0).
         optimizer: one of OPTIMIZER_NAMES.
         clip_norm: float. Global-norm clipping inside the optimizer; None (default) when
             training with `training.loop.Trainer`, which clips the summed gradient itself
@@ -259,7 +262,8 @@ def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
     Returns:
         A Keras optimizer; call `training.loop` with it.
     """
-    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps,
+                                 num_stable_steps)
     excluded = [variable for variable, _ in decay_excluded(model, decay_exclusions)]
     common = dict(learning_rate=schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
                   global_clipnorm=clip_norm)

@@ -242,7 +242,8 @@ def make_optimizer(model, trainer, num_train_steps, num_warmup_steps, loss_scale
     return create_optimizer(model, trainer.learning_rate, num_train_steps, num_warmup_steps,
                             optimizer=trainer.optimizer,
                             weight_decay_rate=trainer.weight_decay_rate,
-                            beta_2=trainer.adam_beta2, loss_scale=loss_scale)
+                            beta_2=trainer.adam_beta2, loss_scale=loss_scale,
+                            num_stable_steps=int(trainer.lr_stable_share * num_train_steps))
 
 
 def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, hooks=()):

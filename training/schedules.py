@@ -1,4 +1,5 @@
-"""The original release's learning-rate schedule: linear warm-up, then linear decay to 0.
+"""The original release's learning-rate schedule: linear warm-up, then linear decay to 0
+(optionally after a stable phase at the peak).
 
 Pipeline position: built by `training.optimizers.create_optimizer` for pre-training and
 every fine-tuning task.
@@ -19,25 +20,42 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     end of warm-up to learning_rate * (1 - warmup / total), as in the original; the first
     update (g = 0) has rate 0 when there is a warm-up.
 
+    With `num_stable_steps` = s > 0 the rate stays at its peak after warm-up until step s,
+    then falls linearly to 0 at num_train_steps (a warm-up, stable, decay shape):
+
+        otherwise:             learning_rate * min(1, (total - min(g, total)) / (total - s))
+
+    s = 0 is the original's line above.
+
     Args:
         learning_rate: float. Peak rate.
         num_train_steps: int. The rate reaches 0 here.
         num_warmup_steps: int. 0 for no warm-up.
+        num_stable_steps: int. The decay starts here (0: at step 0, the original's).
     """
 
-    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0):
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0,
+                 num_stable_steps=0):
         if num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}.")
         if num_warmup_steps < 0:
             raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}.")
+        if not 0 <= num_stable_steps < num_train_steps:
+            raise ValueError(f"num_stable_steps must be in [0, num_train_steps), got "
+                             f"{num_stable_steps}.")
         self.learning_rate = float(learning_rate)
         self.num_train_steps = int(num_train_steps)
         self.num_warmup_steps = int(num_warmup_steps)
+        self.num_stable_steps = int(num_stable_steps)
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
         total = float(self.num_train_steps)
-        decayed = self.learning_rate * (1.0 - ops.minimum(step, total) / total)
+        if self.num_stable_steps:
+            left = (total - ops.minimum(step, total)) / (total - self.num_stable_steps)
+            decayed = self.learning_rate * ops.minimum(1.0, left)
+        else:  # the original's arithmetic, to the bit
+            decayed = self.learning_rate * (1.0 - ops.minimum(step, total) / total)
         if not self.num_warmup_steps:
             return decayed
         warmup = self.learning_rate * step / float(self.num_warmup_steps)
@@ -45,4 +63,5 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self):
         return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps}
+                "num_warmup_steps": self.num_warmup_steps,
+                "num_stable_steps": self.num_stable_steps}
