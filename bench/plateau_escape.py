@@ -47,7 +47,10 @@ VARIANTS = {
     "first_recipe": {"config": {"initializer_range": 0.02,
                                 "position_embedding_init": "truncated_normal"},
                      "masking": ORIGINAL_MASKING, "trainer": {"learning_rate": 3e-4},
-                     "task": {"pretraining_dropout": None}},
+                     "task": {"pretraining_dropout": None},
+                     "schedule": {"warmup_share": 0.06}},  # no floor on the warm-up
+    # The recipe's warm-up without its floor of MIN_WARMUP_STEPS: 6% of any schedule.
+    "warmup_6pct": {"schedule": {"warmup_share": 0.06}},
     # The config's dropout (0.1) while pre-training, as before the recipe turned it off.
     "dropout_0.1": {"task": {"pretraining_dropout": None}},
     "lr_5e-4": {"trainer": {"learning_rate": 5e-4}},
@@ -233,8 +236,8 @@ def train_variant(name, data, settings, cost):
     with open(config_file, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
     steps = round(settings.steps / cost)
-    share = change["schedule"].get("warmup_share", from_text.RECIPE["warmup_share"])
-    warmup = int(share * steps)
+    share = change["schedule"].get("warmup_share")  # None: the recipe's warm-up
+    warmup = from_text.warmup_steps(steps) if share is None else int(share * steps)
     task = from_text.pretraining_task(train, heldout, config_file, steps, warmup,
                                       max_predictions_per_seq=max_predictions,
                                       **change["task"])

@@ -17,12 +17,14 @@ def test_variants_combine_left_to_right_and_undo_the_recipes_changes():
     assert first["config"] == {"initializer_range": 0.02,
                                "position_embedding_init": "truncated_normal"}
     assert first["task"] == {"pretraining_dropout": None}  # the config's 0.1
+    assert first["schedule"] == {"warmup_share": 0.06}  # no floor of MIN_WARMUP_STEPS
     # The first recipe with 40% masking: the later part wins.
     again = bench.variant_changes("first_recipe+mask_40")
     assert again["masking"]["masked_lm_prob"] == 0.40
     assert again["config"]["initializer_range"] == 0.02
     # Undoing the recipe's changes one by one gives the first recipe.
-    undone = bench.variant_changes("mask_15+init_0.02+random_pos+lr_3e-4+dropout_0.1")
+    undone = bench.variant_changes(
+        "mask_15+init_0.02+random_pos+lr_3e-4+dropout_0.1+warmup_6pct")
     assert undone == first
 
 

@@ -148,6 +148,20 @@ def test_the_held_out_evaluation_reads_the_recipes_whole_held_out_set():
     assert task.config.eval_batch_size * task.config.max_eval_steps >= 829
 
 
+def test_a_short_plan_warms_up_for_as_long_as_the_avx2_hour_does(tmp_path):
+    """6% of a slow CPU's 1,200-step plan is 72 steps, too few: the masked LM collapsed
+    (bench/RESULTS.md). Every plan warms up for at least the AVX2 hour's 229 steps
+    (int(0.06 x 3,829)); a longer plan for 6% of its steps; a tiny one for half."""
+    def warmup(budget_minutes, seconds_per_step, name):
+        return from_text.choose_plan(str(tmp_path / name), budget_minutes, 10_000_000,
+                                     seconds_per_step).num_warmup_steps
+    assert warmup(60, 3.0, "slow") == 229          # 1,200 steps: 72 without the floor
+    assert warmup(60, 60 * 60 / 2731, "slower") == 229  # 2,731 steps: 163 before
+    assert warmup(60, 0.94, "avx2_hour") == 229    # 3,829 steps: 6%, as measured
+    assert warmup(60, 0.4, "fast") == 540          # 9,000 steps: 6%
+    assert warmup(1, 0.6, "tiny") == 50            # 100 steps: half
+
+
 def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     plan = from_text.choose_plan(str(tmp_path), 60, 10_000_000, seconds_per_step=0.4)
     assert plan.num_train_steps == 9000

@@ -105,6 +105,12 @@ TEXT_BYTES_PER_WORKER = 16 << 20
 # with the budget that buys HOUR_STEPS there: what an hour buys on 2 AVX2 cores (0.94 s
 # a step, 1.16x the first recipe's 0.81 s).
 PLATEAU_STEPS = 600
+# The warm-up is warmup_share of the plan, but never under MIN_WARMUP_STEPS, the AVX2
+# hour's own (6% of 3,829): a slow CPU's short plan reached the peak learning rate within
+# 72 or 108 steps (1,200- and 1,800-step plans), and its masked-LM loss stayed at the
+# unigram entropy (the model collapsed); warmed up for 230 steps, both left the plateau
+# (bench/RESULTS.md, "One-hour recipe"). A plan too short for it warms up for half its steps.
+MIN_WARMUP_STEPS = 229
 ENOUGH_STEPS = 1200
 HOUR_STEPS = 3800
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
@@ -358,6 +364,12 @@ def kept_plan(output_dir):
         return Plan(**json.load(f)["plan"])
 
 
+def warmup_steps(steps):
+    """The plan's warm-up: RECIPE's share of `steps`, at least MIN_WARMUP_STEPS, at most
+    half the steps."""
+    return min(max(int(RECIPE["warmup_share"] * steps), MIN_WARMUP_STEPS), steps // 2)
+
+
 def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
                 objective=RECIPE["objective"], dtype="float32"):
     """The steps the budget buys at the measured speed, the warm-up, and how many times
@@ -369,7 +381,7 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
     per_duplicate = max(1.0, text_bytes / CHARS_PER_TOKEN / (RECIPE["max_seq_length"] - 8))
     dupe = int(min(RECIPE["max_dupe_factor"], max(1, math.ceil(sequences / per_duplicate))))
     chosen = Plan(num_train_steps=steps,
-                  num_warmup_steps=int(RECIPE["warmup_share"] * steps),
+                  num_warmup_steps=warmup_steps(steps),
                   dupe_factor=dupe, seconds_per_step=seconds_per_step,
                   objective=objective, dtype=dtype)
     file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
