@@ -105,14 +105,15 @@ TEXT_BYTES_PER_WORKER = 16 << 20
 # with the budget that buys HOUR_STEPS there: what an hour buys on 2 AVX2 cores (0.94 s
 # a step, 1.16x the first recipe's 0.81 s).
 PLATEAU_STEPS = 600
+ENOUGH_STEPS = 1200
+HOUR_STEPS = 3800
 # The warm-up is warmup_share of the plan, but never under MIN_WARMUP_STEPS, the AVX2
 # hour's own (6% of 3,829): a slow CPU's short plan reached the peak learning rate within
 # 72 or 108 steps (1,200- and 1,800-step plans), and its masked-LM loss stayed at the
 # unigram entropy (the model collapsed); warmed up for 230 steps, both left the plateau
-# (bench/RESULTS.md, "One-hour recipe"). A plan too short for it warms up for half its steps.
+# (bench/RESULTS-archive.md, "The warm-up of a short plan"). A plan too short for it
+# warms up for half its steps.
 MIN_WARMUP_STEPS = 229
-ENOUGH_STEPS = 1200
-HOUR_STEPS = 3800
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
 # The input's layout, judged once its documents are read (`layout_warnings`): a line of
 # more than LONG_LINE_CHARS does not fit in one training sequence (the records keep one
