@@ -101,6 +101,25 @@ def test_generic_csv_and_jsonl(tmp_path):
             "train")
 
 
+def test_generic_examples_are_named_by_the_files_own_ids(tmp_path):
+    # A Kaggle-style CSV: id,review,sentiment. Its ids name the examples (the predictions
+    # table's first column), not the line numbers 2, 3, 4.
+    write(tmp_path / "csv", "test.csv", "id,review,sentiment\nr-17,Great!,\nr-4,Dull.,\n")
+    p = cd.get_processor("generic", str(tmp_path / "csv"), text_a_column="review",
+                         label_column="sentiment")
+    assert [e.guid for e in p.get_examples("test")] == ["test-r-17", "test-r-4"]
+    # --id_column names another column; a row without it is an error naming the line.
+    write(tmp_path / "jl", "test.jsonl", json.dumps({"key": 9, "text": "a"}) + "\n" +
+          json.dumps({"text": "b"}) + "\n")
+    p = cd.get_processor("generic", str(tmp_path / "jl"), text_a_column="text",
+                         id_column="key")
+    with pytest.raises(cd.DataError, match=r"test.jsonl:2: no value for column\(s\) \['key'\]"):
+        p.get_examples("test")
+    # Without an id column, the line in the file.
+    p = cd.get_processor("generic", str(tmp_path / "jl"), text_a_column="text")
+    assert [e.guid for e in p.get_examples("test")] == ["test-1", "test-2"]
+
+
 def test_errors_name_file_line_and_fix(tmp_path):
     write(tmp_path, "train.tsv", "sentence\tlabel\ngood\t1\nbad\t2\n")
     with pytest.raises(cd.DataError, match=r"train.tsv:3: label '2' is not one of \['0', '1'\]"):

@@ -37,6 +37,10 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
     text_b_column: Optional[str] = setting(
         None, help="generic task: column of the second text.")
     label_column: str = setting("label", help="generic task: column of the label.")
+    id_column: Optional[str] = setting(
+        None, help="generic task: column of each example's id, which names it in "
+        "test_predictions.tsv (default: a column named id where there is one, else the "
+        "example's line in its file).")
     labels: Optional[tuple] = setting(
         None, help="generic task: the label list (default: read from the training "
         "data).")

@@ -240,13 +240,16 @@ class GenericProcessor(DataProcessor):
     """The user's own data: `train`/`dev`/`test` files with extension .tsv, .csv or
     .jsonl in the data folder (first found), a header row (CSV/TSV) or keys (JSON lines)
     naming the columns `text_a_column`, `text_b_column` (optional) and `label_column`.
-    The label list is read from the training data (sorted), unless given."""
+    The label list is read from the training data (sorted), unless given. Each example
+    is named by its `id_column` (by default a column named "id" where a row has one),
+    else by its line in the file."""
 
     def __init__(self, data_dir, text_a_column="text_a", text_b_column=None,
-                 label_column="label", labels=None, regression=False):
+                 label_column="label", labels=None, regression=False, id_column=None):
         super().__init__(data_dir)
         self.text_a_column, self.text_b_column = text_a_column, text_b_column
         self.label_column = label_column
+        self.id_column = id_column
         self.regression = regression
         self.labels = list(labels) if labels else None
 
@@ -294,16 +297,20 @@ class GenericProcessor(DataProcessor):
                                              else [])
             if not is_test:
                 wanted.append(self.label_column)
+            if self.id_column:
+                wanted.append(self.id_column)
             missing = [c for c in wanted if row.get(c) is None]
             if missing:
                 raise DataError(f"{path}:{line}: no value for column(s) {missing} (columns: "
                                 f"{sorted(row)}); set --text_a_column/--text_b_column/"
-                                f"--label_column.")
+                                f"--label_column/--id_column.")
             label = None
             if not is_test:
                 label = self._label(str(row[self.label_column]).strip(), path, line) \
                     if check else str(row[self.label_column]).strip()
-            examples.append(InputExample(f"{split}-{line}", str(row[self.text_a_column]),
+            name = row.get(self.id_column or "id")
+            name = line if name is None or not str(name).strip() else str(name).strip()
+            examples.append(InputExample(f"{split}-{name}", str(row[self.text_a_column]),
                                          str(row[self.text_b_column]) if self.text_b_column
                                          else None, label))
         if not examples:

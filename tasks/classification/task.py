@@ -49,7 +49,7 @@ class ClassificationTask(Task):
         self.processor = data.get_processor(
             c.task_name, c.data_dir, language=c.xnli_language, text_a_column=c.text_a_column,
             text_b_column=c.text_b_column, label_column=c.label_column, labels=c.labels,
-            regression=c.regression)
+            regression=c.regression, id_column=c.id_column)
         self.regression = self.processor.regression
         self.main_metric = metrics.main_metric(c.task_name)
         self.label_list = None
