@@ -1,13 +1,19 @@
-"""Pre-train a BERT from plain text in a time budget, with one command.
+"""Pre-train a BERT from plain text in a time budget, with one command: from scratch, or
+continuing a released model on the text (domain- or task-adaptive pre-training).
 
 Pipeline position: text -> vocabulary -> TFRecords -> pre-training -> a checkpoint for
 the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
 `create_pretraining_data`, `run_pretraining.py`), with the CPU recipe of
-`tasks.pretraining.from_text` (docs/pretraining.md, "Pre-training on a CPU"); rerunning the same
-command resumes where it stopped.
+`tasks.pretraining.from_text` (docs/pretraining.md, "Pre-training on a CPU"), or, with
+`--init_checkpoint`, the model's own vocabulary and sizes and the schedule of
+`tasks.pretraining.adaptation`; rerunning the same command resumes where it stopped.
 
     python pretrain_from_text.py --input_text='books/*.txt,wiki.txt' --output_dir=my_bert \
       [--budget_minutes=60] [--do_lower_case=False]
+    python pretrain_from_text.py --input_text=reviews.txt --output_dir=my_adapted \
+      --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
+      --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \
+      --vocab_file=uncased_L-12_H-768_A-12/vocab.txt [--domain_words=500]
 
 The input: text files, one sentence per line, a blank line between documents. The output
 folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoint to
@@ -28,9 +34,9 @@ import cli
 from cli.flags import configs_from_flags, define_settings
 from common import cpu
 from common.settings import setting
-from common.shared_settings import Casing
+from common.shared_settings import CHECKPOINT_HELP, VOCAB_FILE_HELP, Casing
 from tasks.pretraining.from_text import OBJECTIVES
-from training.config import DTYPES, POSITIVE, check
+from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -57,9 +63,35 @@ class FromTextSettings(Casing):
         "as data_prep's extractors). Default: each line is one sentence, as "
         "create_pretraining_data.py reads it.")
     seed: int = setting(12345, help="Seed for the held-out split, masking and weights.")
+    init_checkpoint: Optional[str] = setting(
+        None, help="Continue pre-training this model on the text instead of training one "
+        "from scratch (domain- or task-adaptive pre-training): its vocabulary, casing and "
+        "sizes are kept, and its masked-LM head where the checkpoint has one. "
+        + CHECKPOINT_HELP.split(" To train")[0] + " A model folder holding its config and "
+        "vocab.txt is taken too.")
+    bert_config_file: Optional[str] = setting(
+        None, help="With --init_checkpoint: the model's bert_config.json (or Hugging Face "
+        "config.json); default: the one in the --init_checkpoint folder.")
+    vocab_file: Optional[str] = setting(
+        None, help=f"With --init_checkpoint: {VOCAB_FILE_HELP} Default: the one in the "
+        "--init_checkpoint folder.")
+    domain_words: int = setting(
+        0, help="With --init_checkpoint: put up to N frequent words of the text that the "
+        "vocabulary splits into several pieces into its [unusedK] lines (every other line "
+        "and id unchanged), each word's embedding starting from the mean of its old "
+        "pieces'; the log names each word and slot.")
 
     def __post_init__(self):
-        check(self, {"budget_minutes": POSITIVE})
+        check(self, {"budget_minutes": POSITIVE, "domain_words": NON_NEGATIVE})
+        if not self.init_checkpoint:
+            given = [name for name in ("bert_config_file", "vocab_file")
+                     if getattr(self, name)] + (["domain_words"] if self.domain_words
+                                                  else [])
+            if given:
+                raise ValueError(
+                    f"--{given[0]} continues a released model: give --init_checkpoint "
+                    f"(its checkpoint or folder) too. Without it, the command pre-trains "
+                    f"from scratch and learns a vocabulary of the text.")
         if self.split_sentences is not None:
             from data_prep.sentences import check_language
             check_language(self.split_sentences, "--split_sentences")
@@ -98,23 +130,47 @@ def fine_tuning_advice(export, vocab, do_lower_case):
 def main(_):
     configs_from_flags(FLAGS, FromTextSettings)  # required settings given, values checked
     from data_prep import corpus
-    from tasks.pretraining import from_text
+    from tasks.pretraining import adaptation, from_text
     from training import runner
     from training.config import RuntimeConfig
     from training.preemption import TrainingStopped
 
     files = corpus.expand_input_patterns(FLAGS.input_text)
     out = FLAGS.output_dir
+    adapting = bool(FLAGS.init_checkpoint)
+    do_lower_case = FLAGS.do_lower_case
+    if adapting:
+        config_given, vocab_given = adaptation.model_files(
+            FLAGS.init_checkpoint, FLAGS.bert_config_file, FLAGS.vocab_file)
+        do_lower_case = adaptation.casing_of(FLAGS.init_checkpoint, do_lower_case,
+                                             FLAGS["do_lower_case"].present)
+        from text.tokenization import validate_case_matches_checkpoint
+        validate_case_matches_checkpoint(do_lower_case, FLAGS.init_checkpoint)
+    recipe = adaptation.ADAPTATION if adapting else from_text.RECIPE
     os.makedirs(out, exist_ok=True)
+    adaptation.check_same_start(out, {"init_checkpoint": FLAGS.init_checkpoint,
+                                      "domain_words": FLAGS.domain_words})
     start = time.time()
 
     say("[1/5] Documents: held-out share for evaluation")
     train_text, heldout_text = from_text.prepare_text(files, out, FLAGS.split_sentences)
     say(f"      {train_text}, {heldout_text}")
-    say("[2/5] WordPiece vocabulary")
-    vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"],
-                                       FLAGS.do_lower_case)
-    config_file = from_text.bert_config(out, vocab)
+    init_checkpoint = None
+    if adapting:
+        say(f"[2/5] The model to continue: {FLAGS.init_checkpoint}, its vocabulary"
+            + (f" with up to {FLAGS.domain_words:,} domain words" if FLAGS.domain_words
+               else "") + " and sizes")
+        vocab, config_file, init_checkpoint, notes = adaptation.prepare_model(
+            out, FLAGS.init_checkpoint, config_given, vocab_given, do_lower_case,
+            train_text, FLAGS.domain_words,
+            FLAGS.objective or adaptation.ADAPTATION["objective"])
+        for note in notes:
+            say(f"      {note}")
+    else:
+        say("[2/5] WordPiece vocabulary")
+        vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"],
+                                           do_lower_case)
+        config_file = from_text.bert_config(out, vocab)
     say(f"      {vocab}, {config_file}")
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
     for name in ("objective", "dtype"):
@@ -123,13 +179,13 @@ def main(_):
             raise ValueError(f"{os.path.join(out, 'recipe.json')}: this run pre-trains with "
                              f"--{name}={getattr(plan, name)}, not {given}: give another "
                              f"--output_dir, or resume without --{name}.")
-    objective = plan.objective if plan else FLAGS.objective or from_text.RECIPE["objective"]
+    objective = plan.objective if plan else FLAGS.objective or recipe["objective"]
     sentence_order = objective == "mlm_sop"  # ALBERT's pairs in the records
     records_dir = os.path.join(out, "records")
     heldout_records = [os.path.join(records_dir, from_text.heldout_records_name(objective))]
-    from_text.write_records(heldout_text, heldout_records, vocab, FLAGS.do_lower_case, 1,
+    from_text.write_records(heldout_text, heldout_records, vocab, do_lower_case, 1,
                             FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB,
-                            sentence_order=sentence_order)
+                            sentence_order=sentence_order, recipe=recipe)
     say("[3/5] Speed of a training step here, to size the run to the budget")
     runtime = RuntimeConfig(seed=FLAGS.seed,
                             dtype=plan.dtype if plan else FLAGS.dtype or "float32")
@@ -137,9 +193,9 @@ def main(_):
         scratch = tempfile.mkdtemp(prefix="calibration-", dir=out)
         try:
             seconds = from_text.calibrate(
-                heldout_text, vocab, FLAGS.do_lower_case, config_file, scratch, runtime,
+                heldout_text, vocab, do_lower_case, config_file, scratch, runtime,
                 objective, steps=from_text.calibration_steps(FLAGS.budget_minutes),
-                seed=FLAGS.seed + 2)
+                seed=FLAGS.seed + 2, recipe=recipe)
         except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
             raise stopped.saying(
                 "the speed measurement (stage 3) is not kept. Rerun the same command: it "
@@ -148,32 +204,36 @@ def main(_):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         plan = from_text.choose_plan(out, FLAGS.budget_minutes, os.path.getsize(train_text),
-                                     seconds, objective, runtime.dtype)
+                                     seconds, objective, runtime.dtype, recipe)
     say(f"      {plan.seconds_per_step:.2f} s a step: {plan.num_train_steps:,} steps "
         f"({plan.objective}, {plan.dtype}) of "
-        f"{from_text.RECIPE['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
-        f"warm-up); the corpus masked {plan.dupe_factor} times")
+        f"{recipe['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
+        f"warm-up, peak learning rate {recipe['learning_rate']:g}); the corpus masked "
+        f"{plan.dupe_factor} times")
     native = cpu.native_bfloat16()
     if plan.dtype == "float32" and native:
         say(f"      This CPU multiplies bfloat16 natively ({native}): --dtype=bfloat16 "
             "trains the recipe faster to the same held-out loss (docs/pretraining.md, "
             "\"Pre-training on a CPU\"); it takes a new --output_dir.")
-    warning = from_text.shortfall(plan)
-    if warning:
+    warnings = [] if adapting else [from_text.shortfall(plan), from_text.small_corpus(
+        os.path.getsize(train_text))]
+    for warning in filter(None, warnings):
         logging.warning("%s", warning)
     say("[4/5] Pre-training TFRecords")
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
-    from_text.write_records(train_text, records, vocab, FLAGS.do_lower_case,
+    from_text.write_records(train_text, records, vocab, do_lower_case,
                             plan.dupe_factor, FLAGS.seed,
-                            sentence_order=sentence_order)
+                            sentence_order=sentence_order, recipe=recipe)
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
     task = from_text.pretraining_task(records, heldout_records, config_file,
                                       plan.num_train_steps, plan.num_warmup_steps,
-                                      plan.objective)
+                                      plan.objective,
+                                      pretraining_dropout=recipe["pretraining_dropout"],
+                                      recipe=recipe, init_checkpoint=init_checkpoint)
     result = runner.run(task, from_text.trainer_config(os.path.join(out, "pretraining"),
-                                                       plan.num_train_steps),
+                                                       plan.num_train_steps, recipe),
                         runtime, do_train=True, do_eval=True)
     export = os.path.join(out, "pretraining", "export")
     results = result.eval_results or {}
@@ -186,7 +246,7 @@ def main(_):
             f"(always answering the more frequent label: "
             f"{results['next_sentence_majority_accuracy']:.1%}).")
     say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")
-    say(fine_tuning_advice(export, vocab, FLAGS.do_lower_case))
+    say(fine_tuning_advice(export, vocab, do_lower_case))
     logging.info("Pre-training from text finished: %s", results)
 
 

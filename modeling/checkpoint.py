@@ -240,9 +240,11 @@ def load_checkpoint(model, path, strict=False):
     reader = open_checkpoint(path, mapping.hf_head_rules(model))
     targets = mapping.variable_map(model)
     if reader.format == HUGGING_FACE and not getattr(model, "hf_has_pooler", True):
-        # Hugging Face's token-level models have no pooler, and these models never use
-        # theirs: it is not expected from their files.
-        targets = {n: t for n, t in targets.items() if not n.startswith(POOLER_SCOPE)}
+        # Hugging Face's token-level and masked-LM models have no pooler, and these
+        # models never use theirs: it is not expected from their files (but kept, to be
+        # written back, when the file has it).
+        targets = {n: t for n, t in targets.items()
+                   if not n.startswith(POOLER_SCOPE) or n in reader.shapes}
     targets, repooled = _without_pooler_of_another_pooling(reader, targets, strict)
     not_filled = _check_fit(reader, targets, strict) + repooled
     values = _read_values(reader, targets)

@@ -123,7 +123,9 @@ class BertConfig:
             built from scratch reads it (a checkpoint's table replaces it); not in the
             original; written to the file only when not "truncated_normal".
         source: str or None. File the config came from, quoted in error messages.
-        **extra: Unknown keys, kept (and written back) but not used.
+        **extra: Unknown keys, kept (and written back) but not used; those of a Hugging
+            Face config.json are dropped, so that it writes back in the original's
+            layout (a bert_config.json the original and this project read).
     """
 
     def __init__(self, vocab_size, hidden_size=768, num_hidden_layers=12,
@@ -165,13 +167,14 @@ class BertConfig:
             raise BertConfigError(f"{where}: expected a JSON object with the BERT config "
                                   f"fields, got {type(json_object).__name__}.")
         obj = dict(json_object)
-        if _looks_like_hugging_face(obj):
+        hugging_face = _looks_like_hugging_face(obj)
+        if hugging_face:
             obj = _from_hugging_face(obj, where)
         kwargs, extra = {}, {}
         for key, value in obj.items():
             if key in _FIELDS:
                 kwargs[key] = _coerce(key, value, where)
-            else:
+            elif not hugging_face:  # Hugging Face's own keys are not the original's
                 extra[key] = value
         for key, (default, _) in _FIELDS.items():
             if key not in kwargs:

@@ -19,11 +19,12 @@ pass `do_lower_case` to choose.
 import json
 import os
 
-_CHECKPOINTS = ("bert_model.ckpt", "model.safetensors", "model.ckpt")
-_CONFIGS = ("bert_config.json", "config.json")
+CHECKPOINTS = ("bert_model.ckpt", "model.safetensors", "model.ckpt")
+CONFIGS = ("bert_config.json", "config.json")
 
 
-def _first(folder, names, what, probe=os.path.exists):
+def model_file(folder, names, what, probe=os.path.exists):
+    """The first of `names` in `folder` (a checkpoint prefix counts by its .index)."""
     for name in names:
         path = os.path.join(folder, name)
         if probe(path) or probe(path + ".index"):
@@ -32,7 +33,8 @@ def _first(folder, names, what, probe=os.path.exists):
                      f"folder, a Hugging Face model folder or a run's export folder.")
 
 
-def _vocabulary(folder):
+def vocabulary_file(folder):
+    """The folder's vocab.txt, or the one two folders up (pretrain_from_text.py's)."""
     for candidate in (folder, os.path.dirname(os.path.dirname(os.path.abspath(folder)))):
         path = os.path.join(candidate, "vocab.txt")
         if os.path.exists(path):
@@ -89,12 +91,12 @@ def from_pretrained(folder, do_lower_case=None, vocab_smaller_than_model=False):
 
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder.")
-    config_file = _first(folder, _CONFIGS, "model config")
+    config_file = model_file(folder, CONFIGS, "model config")
     config = BertConfig.from_json_file(config_file)
-    vocab_file = _vocabulary(folder)
+    vocab_file = vocabulary_file(folder)
     check_vocabulary_fits(vocab_file, config.vocab_size, config_file,
                           vocab_smaller_than_model, "vocab_smaller_than_model=True")
-    checkpoint = _first(folder, _CHECKPOINTS, "checkpoint")
+    checkpoint = model_file(folder, CHECKPOINTS, "checkpoint")
     said = casing(folder)
     if do_lower_case is None:
         do_lower_case = True if said is None else said

@@ -79,8 +79,10 @@ class TaskEntry(_Entry):
 
     Attributes:
         name: str. Its one name: its folder's, `Task.name`, `--task_type`'s.
-        task_class: its `training.task.Task` subclass.
-        config_class: its config (a `training.config.TaskConfig` subclass).
+        task_class: its `training.task.Task` subclass; None for a model that another
+            task trains and this one only answers with (the masked LM: fill-mask).
+        config_class: its config (a `training.config.TaskConfig` subclass); None with
+            no `task_class`.
         aliases: names older command lines used.
         export: an `ExportEntry`, or None. (The class that serves its exports from raw
             text without TensorFlow is named by the export itself, in `serving.json`:

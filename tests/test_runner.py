@@ -150,12 +150,15 @@ def test_task_names_and_aliases():
     from tasks import registry
     found = registry.load_all()  # every folder of tasks/, found without a list
     assert set(found) == {"pretraining", "classification", "squad", "tagging",
-                          "multiple_choice"}
+                          "multiple_choice", "masked_lm"}
     assert [registry.canonical_name(n) for n in ("classifier", "span", "tagger", "ner",
                                                  "SQuAD", "classification", "SWAG")] == [
         "classification", "squad", "tagging", "tagging", "squad", "classification",
         "multiple_choice"]
-    assert all(registry.get(name).task_class.name == name for name in found)
+    assert all(registry.get(name).task_class.name == name for name in found
+               if registry.get(name).task_class is not None)
+    assert registry.canonical_name("fill_mask") == "masked_lm"  # answered, not trained
+    assert registry.get("masked_lm").task_class is None
     with pytest.raises(ValueError, match="Unknown task 'nope'"):
         registry.canonical_name("nope")
     with pytest.raises(ValueError, match="taken by task 'tagging'"):

@@ -21,8 +21,10 @@ def gather_positions(sequence_output, positions):
     Returns:
         float Tensor of shape [batch_size, num_positions, hidden_size].
     """
-    return ops.take_along_axis(sequence_output, ops.cast(positions, "int32")[:, :, None],
-                               axis=1)
+    # expand_dims, not [:, :, None]: a strided slice with a new axis has no TF Lite
+    # builtin kernel (the fill-mask export converts this head).
+    index = ops.expand_dims(ops.cast(positions, "int32"), -1)
+    return ops.take_along_axis(sequence_output, index, axis=1)
 
 
 @keras.saving.register_keras_serializable(package="bert")
