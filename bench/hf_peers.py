@@ -219,3 +219,78 @@ def _logits(model, tokenizer, encodings, keys):
     if hasattr(out, "start_logits"):
         return out.start_logits.numpy(), out.end_logits.numpy()
     return out.logits.numpy()
+
+
+def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning_rate,
+                         batch_size=32, max_seq_length=128, warmup_share=0.06,
+                         calibration_steps=20, seed=0, log=print):
+    """Continued masked-LM pre-training as a Hugging Face user runs it (`run_mlm.py
+    --line_by_line`): `BertForMaskedLM` from `model_dir` (a head it lacks starts from
+    random weights, tied to the word embeddings), `DataCollatorForLanguageModeling`
+    (15% masked, 80/10/10), each sentence an example, batches padded to their longest;
+    the schedule sized to `budget_seconds` as ours is (the first `calibration_steps`
+    steps timed, then the steps the rest of the budget buys, linear warm-up and decay),
+    the recipe of `train`. Saves the model to `out_dir` (safetensors). Returns
+    {"steps", "seconds", "sequences_per_second"} of the timed loop."""
+    import torch
+    import transformers
+    torch.manual_seed(seed)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.BertForMaskedLM.from_pretrained(model_dir)
+    examples = [tokenizer(s, truncation=True, max_length=max_seq_length,
+                          return_special_tokens_mask=True) for s in sentences]
+    loader = torch.utils.data.DataLoader(
+        examples, batch_size=batch_size, shuffle=True, drop_last=True,
+        collate_fn=transformers.DataCollatorForLanguageModeling(tokenizer,
+                                                                mlm_probability=0.15))
+    no_decay = {n for n, _ in model.named_parameters()
+                if any(k in n for k in ("bias", "LayerNorm"))}
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
+          "weight_decay": RECIPE["weight_decay"]},
+         {"params": [p for n, p in model.named_parameters() if n in no_decay],
+          "weight_decay": 0.0}], lr=learning_rate, eps=RECIPE["eps"])
+
+    def batches():
+        while True:
+            yield from loader
+
+    stream = batches()
+
+    def step(schedule=None):
+        loss = model(**next(stream)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clip_norm"])
+        optimizer.step()
+        if schedule is not None:
+            schedule.step()
+        optimizer.zero_grad()
+        return float(loss)
+
+    model.train()
+    start = time.perf_counter()
+    # Timing steps at a small rate (they also train: the first steps of warm-up).
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate * 0.01
+    step()
+    timed = time.perf_counter()
+    for _ in range(calibration_steps - 1):
+        step()
+    per_step = (time.perf_counter() - timed) / (calibration_steps - 1)
+    steps = max(10, int((budget_seconds - (time.perf_counter() - start)) / per_step))
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate
+    schedule = transformers.get_linear_schedule_with_warmup(
+        optimizer, int(warmup_share * steps), steps)
+    log(f"Hugging Face: {per_step:.2f} s a step: {steps} steps")
+    loop = time.perf_counter()
+    for number in range(steps):
+        loss = step(schedule)
+        if (number + 1) % 100 == 0:
+            log(f"Hugging Face: step {number + 1}/{steps} loss {loss:.3f}")
+    seconds = time.perf_counter() - loop
+    model.eval()
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return {"steps": steps, "seconds": seconds,
+            "sequences_per_second": steps * batch_size / seconds}

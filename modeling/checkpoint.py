@@ -331,8 +331,12 @@ def _check_fit(reader, targets, strict):
             f"{reader.path}: the checkpoint's task head has a BiLSTM ({extra_bilstm[0]}, ...) "
             f"that this model does not: build it with the same head (--head=bilstm, "
             f"--bilstm_layers, --bilstm_units), or its answers would skip the BiLSTM.")
+    # A checkpoint without any pooler (Hugging Face's BertForMaskedLM and token-level
+    # models have none) leaves it to start afresh, as a new task head does.
+    no_pooler = not any(name.startswith(POOLER_SCOPE) for name in reader.shapes)
     missing = [n for n in not_filled if strict is True or
-               (strict == "encoder" and n.startswith(mapping.ENCODER_SCOPE))]
+               (strict == "encoder" and n.startswith(mapping.ENCODER_SCOPE)
+                and not (no_pooler and n.startswith(POOLER_SCOPE)))]
     if missing:
         raise CheckpointError(f"{reader.path}: {len(missing)} model weights are not in "
                               f"the checkpoint: {', '.join(missing)}")
