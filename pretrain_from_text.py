@@ -108,16 +108,18 @@ def say(text):
     print(text, file=sys.stderr, flush=True)
 
 
-def fine_tuning_advice(export, vocab, do_lower_case):
+def fine_tuning_advice(export, vocab, do_lower_case, pair_pooling=True):
     """The commands that fine-tune the run's checkpoint: on the user's own labelled
-    sentences (the generic task's files and columns), and on a GLUE task."""
+    sentences (the generic task's files and columns), and on a GLUE task.
+    `pair_pooling`: the model pools by comparing the two segments (the recipe's)."""
     model = (f"--bert_config_file={export}/bert_config.json "
              f"--init_checkpoint={export}/bert_model.ckpt \\\n    --vocab_file={vocab} "
              f"--do_lower_case={do_lower_case} --max_seq_length=128")
     return (
         "Fine-tune it on your own sentence-classification set (my_data/train.tsv and "
-        "dev.tsv with the columns text_a and label; for sentence pairs, which its pooling "
-        "compares, add a column text_b and --text_b_column=text_b; "
+        "dev.tsv with the columns text_a and label; for sentence pairs"
+        + (", which its pooling compares," if pair_pooling else "")
+        + " add a column text_b and --text_b_column=text_b; "
         "docs/classification.md):\n"
         f"  python run_classifier.py --task_name=generic --data_dir=my_data "
         f"--text_a_column=text_a --label_column=label \\\n    {model} --do_train --do_eval "
@@ -146,7 +148,7 @@ def main(_):
                                              FLAGS["do_lower_case"].present)
         from text.tokenization import validate_case_matches_checkpoint
         validate_case_matches_checkpoint(do_lower_case, FLAGS.init_checkpoint)
-    recipe = adaptation.ADAPTATION if adapting else from_text.RECIPE
+    recipe = from_text.RECIPE
     os.makedirs(out, exist_ok=True)
     adaptation.check_same_start(out, {"init_checkpoint": FLAGS.init_checkpoint,
                                       "domain_words": FLAGS.domain_words})
@@ -166,6 +168,8 @@ def main(_):
             FLAGS.objective or adaptation.ADAPTATION["objective"])
         for note in notes:
             say(f"      {note}")
+        from modeling import BertConfig
+        recipe = adaptation.recipe_for(BertConfig.from_json_file(config_file))
     else:
         say("[2/5] WordPiece vocabulary")
         vocab = from_text.learn_vocabulary(train_text, out, from_text.RECIPE["vocab_size"],
@@ -246,7 +250,9 @@ def main(_):
             f"(always answering the more frequent label: "
             f"{results['next_sentence_majority_accuracy']:.1%}).")
     say(f"The checkpoint: {export}/bert_model.ckpt (with bert_config.json and {vocab}).")
-    say(fine_tuning_advice(export, vocab, do_lower_case))
+    from modeling import BertConfig
+    pooling = BertConfig.from_json_file(os.path.join(export, "bert_config.json")).pooling
+    say(fine_tuning_advice(export, vocab, do_lower_case, pooling == "pair_mean"))
     logging.info("Pre-training from text finished: %s", results)
 
 

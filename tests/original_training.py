@@ -7,9 +7,16 @@ the truth the training loop of this project is tested against.
 
 `spec.json`: {"task": "pretraining" | "classifier", "bert_config_file", "init_checkpoint",
 "batches" (an .npz of arrays [steps, batch, ...], one per feature), "learning_rate",
-"num_train_steps", "num_warmup_steps", "num_labels" (classifier), "output" (an .npz)}.
+"num_train_steps", "num_warmup_steps", "num_labels" (classifier), "output" (an .npz),
+and optionally "save_checkpoint" (a prefix: the graph's variables saved there after the
+last step, with `tf.train.Saver`, as the original's Estimator saves)}.
 Writes to `output`: `loss` [steps] (each step's loss, before its update), and every
 variable after the last step by its TF1 name (`adam_m` / `adam_v` slots included).
+
+{"task": "masked_lm", "bert_config_file", "init_checkpoint", "batches" (one batch of the
+pre-training features, each [1, batch, ...]), "output"}: the pre-training `model_fn` in
+EVAL mode, restoring `init_checkpoint` as the original does; writes `log_probs`, the
+masked-LM head's (`get_masked_lm_output`) [batch * positions, vocab_size].
 
 The original is TensorFlow 1 code; three things it needs are gone from TensorFlow 2.21
 and are put back here, with TF1's tensor shapes (`shape[-1].value`), nothing else: `tf.contrib.layers.layer_norm` (written from its
@@ -83,6 +90,16 @@ def run(spec):
         features = {name: tf1.placeholder(tf.as_dtype(value.dtype), value.shape[1:],
                                           name=name)
                     for name, value in batches.items()}
+        if spec["task"] == "masked_lm":
+            out = _model_fn(dict(spec, task="pretraining", learning_rate=0.0,
+                                 num_train_steps=1, num_warmup_steps=0),
+                            bert_config)(features, None, "eval", {})
+            log_probs = out["eval_metrics"][1][1]
+            with tf1.Session(graph=graph) as session:
+                session.run(tf1.global_variables_initializer())
+                feed = {features[name]: value[0] for name, value in batches.items()}
+                np.savez(spec["output"], log_probs=session.run(log_probs, feed_dict=feed))
+            return
         out = _model_fn(spec, bert_config)(features, None, "train", {})
         with tf1.Session(graph=graph) as session:
             session.run(tf1.global_variables_initializer())
@@ -92,6 +109,8 @@ def run(spec):
                 _, loss = session.run([out["train_op"], out["loss"]], feed_dict=feed)
                 losses.append(loss)
             values = session.run({v.op.name: v for v in tf1.global_variables()})
+            if spec.get("save_checkpoint"):
+                tf1.train.Saver().save(session, spec["save_checkpoint"])
     np.savez(spec["output"], loss=np.array(losses, np.float64),
              **{f"var:{name}": value for name, value in values.items()})
 

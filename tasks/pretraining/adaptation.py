@@ -56,6 +56,16 @@ START_DIR = "start"
 MASKED_LM_HEAD = "cls/predictions/transform/dense/kernel"
 
 
+def recipe_for(config):
+    """`ADAPTATION` for the model of `config` (a `BertConfig`): sequences no longer than
+    its position table (a model of 64 positions continues at 64, with as many
+    predictions a sequence in proportion)."""
+    length = min(ADAPTATION["max_seq_length"], config.max_position_embeddings)
+    predictions = max(1, round(ADAPTATION["max_predictions_per_seq"] * length /
+                               ADAPTATION["max_seq_length"]))
+    return dict(ADAPTATION, max_seq_length=length, max_predictions_per_seq=predictions)
+
+
 class AdaptationError(ValueError):
     """A start that cannot be adapted: files missing, or not of one model."""
 
