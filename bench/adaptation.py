@@ -101,8 +101,10 @@ def adapt_hf(settings, model_dir, text, work):
         subprocess.run(argv, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     with open(summary, encoding="utf-8") as f:
         result = json.load(f)
+    # transformers 5 saves tokenizer.json, not vocab.txt: the vocabulary is MiniLM's.
     return dict(result, checkpoint=os.path.join(out, "model.safetensors"),
-                config=os.path.join(out, "config.json"), vocab=os.path.join(out, "vocab.txt"))
+                config=os.path.join(out, "config.json"),
+                vocab=os.path.join(model_dir, "vocab.txt"))
 
 
 def corpus_lines(path):
