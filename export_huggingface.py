@@ -62,7 +62,7 @@ def main(_):
     if FLAGS.vocab_file:
         check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
                               FLAGS.vocab_smaller_than_model)
-    labels = None
+    labels, options = None, None
     if FLAGS.task_type == "encoder":
         model = modeling.BertEncoder(config)
     else:
@@ -73,7 +73,7 @@ def main(_):
     modeling.load_checkpoint(model, FLAGS.init_checkpoint,
                              strict=True if FLAGS.task_type != "encoder" else "encoder")
     save_huggingface(model, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                     labels)
+                     labels, multi_label=bool(getattr(options, "multi_label", False)))
     logging.info("Wrote a Hugging Face %s to %s.", architecture(model), FLAGS.output_dir)
 
 

@@ -81,6 +81,11 @@ class FromTextSettings(Casing):
         "and id unchanged), each word's embedding starting from the mean of its old "
         "pieces'; the log names each word and slot.")
 
+    gradient_checkpointing: bool = setting(
+        False, help="Recompute each Transformer layer's activations in the backward pass: "
+        "less memory for a larger model (an adapted BERT-Large), about a third more "
+        "compute a step (the plan measures it); docs/memory.md.")
+
     def __post_init__(self):
         check(self, {"budget_minutes": POSITIVE, "domain_words": NON_NEGATIVE})
         if not self.init_checkpoint:
@@ -199,7 +204,8 @@ def main(_):
             seconds = from_text.calibrate(
                 heldout_text, vocab, do_lower_case, config_file, scratch, runtime,
                 objective, steps=from_text.calibration_steps(FLAGS.budget_minutes),
-                seed=FLAGS.seed + 2, recipe=recipe)
+                seed=FLAGS.seed + 2, recipe=recipe,
+                gradient_checkpointing=FLAGS.gradient_checkpointing)
         except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
             raise stopped.saying(
                 "the speed measurement (stage 3) is not kept. Rerun the same command: it "
@@ -236,9 +242,10 @@ def main(_):
                                       plan.objective,
                                       pretraining_dropout=recipe["pretraining_dropout"],
                                       recipe=recipe, init_checkpoint=init_checkpoint)
-    result = runner.run(task, from_text.trainer_config(os.path.join(out, "pretraining"),
-                                                       plan.num_train_steps, recipe),
-                        runtime, do_train=True, do_eval=True)
+    result = runner.run(task, from_text.trainer_config(
+        os.path.join(out, "pretraining"), plan.num_train_steps, recipe,
+        gradient_checkpointing=FLAGS.gradient_checkpointing), runtime, do_train=True,
+        do_eval=True)
     export = os.path.join(out, "pretraining", "export")
     results = result.eval_results or {}
     say(f"\nDone in {(time.time() - start) / 60:.1f} minutes. Held-out masked-LM accuracy "

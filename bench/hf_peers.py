@@ -294,3 +294,40 @@ def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning
     tokenizer.save_pretrained(out_dir)
     return {"steps": steps, "seconds": seconds,
             "sequences_per_second": steps * batch_size / seconds}
+
+
+def multi_label_classification(model_dir, train_rows, dev_rows, labels, max_seq_length,
+                               batch_size, learning_rate, epochs, threshold=0.5):
+    """Multi-label rows (text, [labels]) -> (loop seconds, this project's multi-label
+    figures on the dev rows): `BertForSequenceClassification` with
+    `problem_type="multi_label_classification"` (a sigmoid per label, BCEWithLogitsLoss),
+    the recipe of `train`, a label predicted from `threshold`."""
+    import torch
+    import transformers
+
+    from tasks.classification.metrics import multi_label_metrics
+    index = {label: i for i, label in enumerate(labels)}
+
+    def row(chosen):
+        out = [0.0] * len(labels)
+        for label in chosen:
+            out[index[label]] = 1.0
+        return out
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        model_dir, num_labels=len(labels), problem_type="multi_label_classification")
+    encoded = [dict(tokenizer(text, truncation=True, max_length=max_seq_length),
+                    labels=row(chosen)) for text, chosen in train_rows]
+    loader = torch.utils.data.DataLoader(
+        encoded, batch_size=batch_size, shuffle=True, drop_last=True,
+        collate_fn=transformers.DataCollatorWithPadding(tokenizer))
+    seconds = train(model, loader, learning_rate, epochs)
+    probabilities = []
+    with torch.inference_mode():
+        for i in range(0, len(dev_rows), 64):
+            enc = tokenizer([text for text, _ in dev_rows[i:i + 64]], padding=True,
+                            truncation=True, max_length=max_seq_length, return_tensors="pt")
+            probabilities.append(torch.sigmoid(model(**enc).logits).numpy())
+    truth = np.array([row(chosen) for _, chosen in dev_rows])
+    return seconds, multi_label_metrics(np.concatenate(probabilities), truth, threshold)

@@ -1,5 +1,5 @@
-"""Model outputs -> reported scores, in NumPy: the softmax of logits, and the mean of a
-document's windows.
+"""Model outputs -> reported scores, in NumPy: the softmax of logits, the sigmoid of each
+(multi-label), and the mean of a document's windows.
 
 Pipeline position: after the model, wherever answers are made in Python (the tasks'
 evaluation and predictions, `serving.load`'s fast paths); the exports do the same in
@@ -15,6 +15,12 @@ def softmax(logits, axis=-1):
     logits = logits - logits.max(axis=axis, keepdims=True)
     exps = np.exp(logits)
     return exps / exps.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(logits):
+    """NumPy logistic function in float64 (each label's probability, multi-label)."""
+    logits = np.asarray(logits, np.float64)
+    return np.exp(-np.logaddexp(0.0, -logits))
 
 
 def mean_over_windows(values, rows, num_rows):

@@ -11,12 +11,20 @@ then the learned pieces. At the end it reports the share of the corpus's words t
 
     python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
       --vocab_size=30522 --do_lower_case
+
+With `--extend=<a released vocab.txt>` it learns nothing: it writes that vocabulary with
+up to `--domain_words` frequent words of the input that it splits into several pieces in
+its `[unusedK]` lines, every other line unchanged (`text.domain_words`), and names each.
+A model's rows for those lines are then its unused slots' (never trained):
+`pretrain_from_text.py --init_checkpoint=... --domain_words=N` starts them from the
+words' old pieces and continues pre-training.
 """
 
 import dataclasses
 import os
 import sys
 import time
+from typing import Optional
 
 from absl import flags, logging
 
@@ -41,6 +49,11 @@ class VocabularySettings(Casing):
                               "[UNK] at 100, [CLS] at 101, as in the released vocabularies).")
     lower_thresh: int = setting(1, help="Lowest count a learned piece may have (the count "
                                 "threshold that gives --vocab_size is searched for above it).")
+    extend: Optional[str] = setting(
+        None, help="A released vocab.txt to extend instead of learning one: up to "
+        "--domain_words frequent words of the input that it splits into several pieces go "
+        "into its [unusedK] lines, every other line unchanged.")
+    domain_words: int = setting(500, help="With --extend: the most words to add.")
     max_unique_chars: int = setting(
         0, help="Alphabet size limit: the most frequent characters are kept (a word with "
         "another becomes [UNK]). 0: fit the corpus (at least 1,000, and as many as cover "
@@ -61,6 +74,9 @@ def main(_):
 
     files = corpus.expand_input_patterns(FLAGS.input_file)
     file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file}, {"input_file": files})
+    if FLAGS.extend:
+        file_io.refuse_inputs_as_outputs({"output_file": FLAGS.output_file},
+                                         {"extend": FLAGS.extend})
     casing.warn_about_input(files, FLAGS.do_lower_case)
     start = time.time()
     progress = Progress("build_vocab: counting words", ["lines"])
@@ -68,6 +84,8 @@ def main(_):
     progress.close()
     if not counts:
         raise ValueError(f"{', '.join(files)}: no words in the input files.")
+    if FLAGS.extend:
+        return extend(counts)
     print(f"{len(counts):,} distinct words, {sum(counts.values()):,} in all; learning "
           f"{FLAGS.vocab_size:,} pieces...", file=sys.stderr)
     def report(threshold, size, seconds):
@@ -84,6 +102,21 @@ def main(_):
     print(f"Wrote {len(tokens):,} tokens{short}, {suffixes:,} of them '##' suffix pieces, "
           f"to {FLAGS.output_file} in {time.time() - start:.1f} s.", file=sys.stderr)
     report_coverage(vocabulary.coverage(counts, tokens))
+
+
+def extend(counts):
+    """--extend: the released vocabulary with the domain words in its unused lines."""
+    from text import domain_words, vocabulary
+    if FLAGS.domain_words < 1:
+        raise ValueError(f"--domain_words={FLAGS.domain_words}: must be at least 1.")
+    lines, placed = domain_words.extend_vocabulary(FLAGS.extend, counts,
+                                                   FLAGS.domain_words)
+    vocabulary.write_vocabulary(lines, FLAGS.output_file)
+    for line in domain_words.describe(placed, len(domain_words.unused_slots(lines)) +
+                                      len(placed)):
+        print(line, file=sys.stderr)
+    print(f"Wrote {FLAGS.output_file}: {FLAGS.extend} with {len(placed):,} domain words "
+          f"(every other line unchanged).", file=sys.stderr)
 
 
 def report_coverage(found):

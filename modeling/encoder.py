@@ -6,6 +6,7 @@ load into it (`modeling.checkpoint`).
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from modeling.config import BertConfig
@@ -121,6 +122,26 @@ class BertEncoder(keras.Model):
         self.final_layer_norm = final_norm  # pre-LayerNorm models only, else None
         self.pooler = pooler
         self._bert_config = config
+        self.gradient_checkpointing = False
+        self._block_seeds = None
+
+    def enable_gradient_checkpointing(self, seed=None):
+        """Recompute each Transformer block's activations in the backward pass instead
+        of keeping them (gradient checkpointing: the memory of one block's activations,
+        not of every block's, for about one more forward pass of compute). The same
+        loss and gradients: each block's dropout masks are drawn from a seed drawn once
+        per forward pass (`seeded_dropout`), so that the recomputation replays them.
+        Call inside the distribution strategy's scope (its seed generator is a variable,
+        saved with the training checkpoints)."""
+        if self._block_seeds is None:
+            self._block_seeds = keras.random.SeedGenerator(seed, name="block_seeds")
+        self.gradient_checkpointing = True
+
+    def draw_block_seeds(self):
+        """The dropout seeds of one forward pass, int32 [num_layers, 2] (a row per block),
+        from the seed generator of `enable_gradient_checkpointing`."""
+        return keras.random.randint((len(self.transformer_layers), 2), 0, 2**31 - 1,
+                                    seed=self._block_seeds, dtype="int32")
 
     def __call__(self, inputs, *args, skip_padding=False, **kwargs):
         # Select the inputs by name before Keras sees them: given a dict with extra keys
@@ -128,13 +149,17 @@ class BertEncoder(keras.Model):
         # pair tensors with inputs by position and compute garbage; and nested Python lists
         # would be flattened into one input per element.
         inputs = select_inputs(inputs)
-        if skip_padding:  # the same layers, called directly: a graph of its own
-            training = kwargs.pop("training", args[0] if args else None)
+        training = kwargs.get("training", args[0] if args else None)
+        recompute = self.gradient_checkpointing and training is True
+        if skip_padding or recompute:  # the same layers, called directly: a graph of its own
+            kwargs.pop("training", None)
             return _forward(self.embeddings, self.transformer_layers, self.final_layer_norm,
                             self.pooler, {name: ops.convert_to_tensor(inputs[name], "int32")
                                           for name in INPUT_NAMES},
-                            self._bert_config.causal_attention, training, skip_padding=True,
-                            pooling=self._bert_config.pooling)
+                            self._bert_config.causal_attention, training,
+                            skip_padding=skip_padding, pooling=self._bert_config.pooling,
+                            block_seeds=self.draw_block_seeds() if recompute else None,
+                            recompute=recompute)
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -214,13 +239,16 @@ def _masked_mean(x, weights):
 
 
 def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, training=None,
-             skip_padding=False, pooling="cls"):
+             skip_padding=False, pooling="cls", block_seeds=None, recompute=False):
     """The encoder's outputs from its layers and `inputs` (symbolic, to build the
     functional model, or tensors). `causal`: each position attends to itself and those
     before it, and the pooled vector is the last real token's (the one that has seen the
     whole sequence) instead of [CLS]'s. `skip_padding`: see `BertEncoder`. `pooling`:
     "mean" pools the mean of the real tokens' vectors instead of [CLS]'s, "pair_mean"
-    the two segments' means compared (`BertConfig`)."""
+    the two segments' means compared (`BertConfig`). `block_seeds` (int32 [blocks, 2]):
+    each block's dropout drawn from its row (`modeling.layers.seeded_dropout`);
+    `recompute`: each block recomputed in the backward pass (`tf.recompute_grad`), the
+    same masks drawn again from its seed (see `BertEncoder.enable_gradient_checkpointing`)."""
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
                                   training=training)
     mask_adder = attention_mask_adder(inputs["input_mask"])
@@ -239,8 +267,16 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     if index is not None:
         x = ops.take(ops.reshape(x, (-1, shape[2])), index, axis=0)
     encoder_outputs = []
-    for block in blocks:
-        x = block(x, mask_adder, training=training, token_index=index)
+    for number, block in enumerate(blocks):
+        def run(x, seed=None, block=block):
+            return block(x, mask_adder, training=training, token_index=index,
+                         dropout_seed=seed)
+        if block_seeds is None:
+            x = run(x)
+        elif recompute:
+            x = tf.recompute_grad(run)(x, block_seeds[number])
+        else:
+            x = run(x, block_seeds[number])
         encoder_outputs.append(x)
     if final_norm is not None:  # pre-LayerNorm: the last block's sums, normalised
         x = final_norm(x)

@@ -145,7 +145,8 @@ def hf_config(model, labels=None):
     return out
 
 
-def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, labels=None):
+def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, labels=None,
+                     multi_label=False):
     """Writes `model` as a Hugging Face model folder (complete or not at all); returns
     `output_dir`.
 
@@ -159,11 +160,16 @@ def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, lab
         do_lower_case: bool.
         labels: list of str or None. The label of each output of a classification or
             tagging head (default LABEL_0, LABEL_1, ...).
+        multi_label: bool. A classifier with a sigmoid per label (config.json's
+            `problem_type` "multi_label_classification", which Hugging Face's
+            pipelines read).
     """
     from safetensors.numpy import save_file
 
     tensors = hf_tensors(model)
     config = hf_config(model, labels)
+    if multi_label:
+        config["problem_type"] = "multi_label_classification"
     with file_io.atomic_path(output_dir) as tmp:
         os.makedirs(tmp)
         save_file(tensors, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})

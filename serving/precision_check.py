@@ -14,8 +14,9 @@ import numpy as np
 from serving.predictor import load
 
 REPORT_FILE = "int8_check.json"
-# The answer compared per task's outputs: the first of these the export answers with.
-_ANSWER_KEYS = ("label_id", "word_tags", "answer", "score")
+# The answer compared per task's outputs: the first of these the export answers with
+# ("predicted": a multi-label model's labels; "id": fill-mask's top words).
+_ANSWER_KEYS = ("label_id", "predicted", "word_tags", "answer", "score", "id")
 
 
 def int8_report(export_dir, requests, batch_size=32):

@@ -41,6 +41,19 @@ def test_domain_words_take_unused_lines_by_frequency(tmp_path):
         domain_words.extend_vocabulary(str(plain), counts, limit=5)
 
 
+def test_build_vocab_extend_writes_the_vocabulary_alone(tmp_path):
+    vocab_file, _ = original_checkpoint.model_files(str(tmp_path))
+    corpus = _corpus(tmp_path / "corpus.txt")
+    done = warm_processes.run([os.path.join(ROOT, "data_prep", "build_vocab.py"),
+                               f"--input_file={corpus}", f"--extend={vocab_file}",
+                               f"--output_file={tmp_path / 'extended.txt'}",
+                               "--domain_words=1"], env=ENV, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (tmp_path / "extended.txt").read_text().split("\n")[:-1]
+    assert lines[1] == "unbelievable" and lines[2:] == original_checkpoint.VOCAB[2:]
+    assert "'unbelievable' -> id 1 (was [unused0]" in done.stderr
+
+
 def test_new_rows_start_from_the_mean_of_their_pieces():
     from modeling import BertConfig, BertPretrainer
     from modeling.token_rows import initialise_rows

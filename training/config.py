@@ -146,6 +146,11 @@ class TrainerConfig:
         1, recorded=True, help="Split each replica's batch into N micro-batches and sum "
         "their gradients: the same update as the whole batch, with N times less "
         "activation memory.")
+    gradient_checkpointing: bool = setting(
+        False, help="Recompute each Transformer layer's activations in the backward pass "
+        "instead of keeping them: much less memory (a larger batch or longer sequences "
+        "fit), about a third more compute a step; the same loss and gradients "
+        "(docs/memory.md).")
     save_checkpoints_steps: int = setting(1000, help="Save a checkpoint every N steps.")
     iterations_per_loop: int = setting(
         1000, help="Steps run on the device per call from the host (also "

@@ -259,6 +259,8 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
                      plan.num_examples, plan.num_train_steps, plan.num_warmup_steps,
                      trainer.train_batch_size)
     with strategy.scope():
+        if trainer.gradient_checkpointing:
+            getattr(model, "encoder", model).enable_gradient_checkpointing(runtime.seed)
         optimizer = make_optimizer(model, trainer, plan.num_train_steps,
                                    plan.num_warmup_steps, loss_scale)
     trainer_loop = loop.Trainer(

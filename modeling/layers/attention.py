@@ -8,6 +8,7 @@ import math
 import keras
 from keras import ops
 
+from modeling.layers import seeded_dropout
 from modeling.layers.initializers import truncated_normal
 
 # The original masks padded keys by adding -10000 to their scores before the softmax
@@ -66,6 +67,9 @@ class SelfAttention(keras.layers.Layer):
         mask_adder: float32 Tensor of shape [batch_size, 1, 1, seq_length], from
             `attention_mask_adder`.
         training: bool. Applies dropout when True.
+        dropout_seed: optional int32 [2]: the dropout mask drawn from it (the same seed,
+            the same mask: `modeling.layers.seeded_dropout`), not from the layer's own
+            random state.
         token_index: optional int Tensor [num_tokens]: `x` is then the matrix of the real
             tokens only, [num_tokens, hidden_size], row i being position token_index[i]
             of the [batch_size * seq_length] token matrix (see `real_token_index`). The
@@ -99,7 +103,7 @@ class SelfAttention(keras.layers.Layer):
             layer.build(input_shape)
         self.built = True
 
-    def call(self, x, mask_adder, training=None, token_index=None):
+    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None):
         # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
         # The projections run on the [B*S, H] token matrix (as the original's
         # reshape_to_matrix): one MatMul + BiasAdd each, which TensorFlow fuses, instead
@@ -121,7 +125,7 @@ class SelfAttention(keras.layers.Layer):
         # the exponentials need its range.
         scores = ops.cast(scores, "float32") + ops.cast(mask_adder, "float32")
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
-        probs = self.dropout(probs, training=training)
+        probs = seeded_dropout.dropout(self.dropout, probs, training, dropout_seed, 0)
         context = ops.matmul(probs, v)  # [B, N, F, D]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
         if token_index is not None:

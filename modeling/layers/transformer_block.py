@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from modeling.activations import get_activation
+from modeling.layers import seeded_dropout
 from modeling.layers.attention import SelfAttention
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
@@ -47,6 +48,9 @@ class TransformerBlock(keras.layers.Layer):
         training: bool.
         token_index: optional int Tensor [num_tokens]: `x` is then the real tokens'
             matrix [num_tokens, hidden_size] (see `SelfAttention`), and so is the output.
+        dropout_seed: optional int32 Tensor [2]: every dropout mask of the block drawn
+            from it (`modeling.layers.seeded_dropout`), so that a recomputation of the
+            block (gradient checkpointing) drops the same units.
 
     Returns:
         float Tensor of shape [batch_size, seq_length, hidden_size] ([num_tokens,
@@ -102,25 +106,29 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(h)
         self.built = True
 
-    def call(self, x, mask_adder, training=None, token_index=None):
+    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None):
         # Every dense layer and LayerNorm works on the [B*S, H] token matrix (or on its
         # real tokens' rows, with `token_index`): a plain MatMul + BiasAdd (+ activation)
         # that TensorFlow fuses, no per-layer reshapes.
         shape = ops.shape(x)
         tokens = x if token_index is not None else ops.reshape(x, (-1, self.hidden_size))
         attend = lambda t: self.self_attention(  # noqa: E731
-            t, mask_adder, training=training, token_index=token_index)
+            t, mask_adder, training=training, token_index=token_index,
+            dropout_seed=dropout_seed)
+
+        def drop(layer, t, stream):
+            return seeded_dropout.dropout(layer, t, training, dropout_seed, stream)
+
         if self.pre_layer_norm:
             attn = self.attention_output(attend(self.attention_layer_norm(tokens)))
-            attn = tokens + self.attention_dropout(attn, training=training)
+            attn = tokens + drop(self.attention_dropout, attn, 1)
             out = self.output_dense(self.intermediate(self.output_layer_norm(attn)))
-            out = attn + self.output_dropout(out, training=training)
+            out = attn + drop(self.output_dropout, out, 2)
         else:
             attn = self.attention_output(attend(tokens))
-            attn = self.attention_layer_norm(self.attention_dropout(attn, training=training)
-                                             + tokens)
+            attn = self.attention_layer_norm(drop(self.attention_dropout, attn, 1) + tokens)
             out = self.output_dense(self.intermediate(attn))
-            out = self.output_layer_norm(self.output_dropout(out, training=training) + attn)
+            out = self.output_layer_norm(drop(self.output_dropout, out, 2) + attn)
         return out if token_index is not None else ops.reshape(out, shape)
 
     def compute_output_shape(self, input_shape):

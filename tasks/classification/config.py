@@ -17,6 +17,7 @@ from training.config import FineTuningConfig, HeadConfig, check
 
 # Feature conversion: the Python tokenizer or the in-graph one (identical ids).
 TOKENIZERS = ("python", "graph")
+THRESHOLD = (lambda t: 0 < t < 1, "above 0 and below 1")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,6 +46,16 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
         None, help="generic task: the label list (default: read from the training "
         "data).")
     regression: bool = setting(False, help="generic task: the label is a number.")
+    multi_label: bool = setting(
+        False, recorded=True, help="generic task: each example has any number of labels "
+        "(none included): a list in JSON lines, labels joined by --label_separator in "
+        "TSV/CSV. A sigmoid per label with binary cross-entropy; eval_results.txt has "
+        "micro_f1, macro_f1 and exact_match.")
+    label_separator: str = setting(",", help="--multi_label, TSV/CSV files: what separates "
+                                   "an example's labels in its label column.")
+    multi_label_threshold: float = setting(
+        0.5, help="--multi_label: a label is predicted when its probability is at least "
+        "this.")
     long_document: str = setting(
         "truncate", choices=LONG_DOCUMENT, recorded=True,
         help="A text longer than --max_seq_length: truncate (the original), head_tail "
@@ -67,7 +78,16 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
                                        f"one of {list(LONG_DOCUMENT)}"),
                      "doc_stride": (lambda s: s >= 1, "at least 1"),
                      "tokenizer": (lambda t: t in TOKENIZERS,
-                                   f"one of {list(TOKENIZERS)}")})
+                                   f"one of {list(TOKENIZERS)}"),
+                     "multi_label_threshold": THRESHOLD})
+        if self.multi_label and (self.task_name or "").lower() != "generic":
+            raise ValueError(f"--multi_label is for your own files (--task_name=generic), "
+                             f"not {self.task_name}.")
+        if self.multi_label and self.regression:
+            raise ValueError("--multi_label and --regression: an example has labels or a "
+                             "score, not both.")
+        if self.multi_label and not self.label_separator:
+            raise ValueError("--label_separator is empty: give the text between labels.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -81,6 +101,11 @@ class ClassificationExportOptions(HeadConfig):
         None, help="A file with one label per line (run_ner.py writes "
         "output_dir/label_list.txt).")
     regression: bool = setting(False, help="Classifier: one score instead of labels.")
+    multi_label: bool = setting(False, help="Classifier: any number of labels per text (a "
+                                "sigmoid per label; run_classifier.py --multi_label).")
+    multi_label_threshold: float = setting(
+        0.5, help="Classifier, --multi_label: the probability from which a label is "
+        "predicted.")
     pair: bool = setting(False, help="Classifier: the raw-text signature also takes text_b.")
     long_document: str = setting(
         "truncate", choices=LONG_DOCUMENT, help="Classifier: how the raw-text signature "
@@ -89,3 +114,6 @@ class ClassificationExportOptions(HeadConfig):
     doc_stride: Optional[int] = setting(
         None, help="Classifier, --long_document=windows: pieces between window starts "
         "(default half a window).")
+
+    def __post_init__(self):
+        check(self, {"multi_label_threshold": THRESHOLD})

@@ -22,7 +22,8 @@ class DataError(ValueError):
 
 @dataclasses.dataclass
 class InputExample:
-    """One example: `label` is None for unlabelled (test) data; a float for regression."""
+    """One example: `label` is None for unlabelled (test) data; a float for regression;
+    a tuple of labels (maybe empty) for multi-label data."""
     guid: str
     text_a: str
     text_b: str = None
@@ -242,14 +243,20 @@ class GenericProcessor(DataProcessor):
     naming the columns `text_a_column`, `text_b_column` (optional) and `label_column`.
     The label list is read from the training data (sorted), unless given. Each example
     is named by its `id_column` (by default a column named "id" where a row has one),
-    else by its line in the file."""
+    else by its line in the file.
+
+    `multi_label`: an example has any number of labels, none included: a list in JSON
+    lines (`"labels": ["sports", "politics"]`), or in TSV/CSV the labels joined by
+    `label_separator` (an empty cell: none)."""
 
     def __init__(self, data_dir, text_a_column="text_a", text_b_column=None,
-                 label_column="label", labels=None, regression=False, id_column=None):
+                 label_column="label", labels=None, regression=False, id_column=None,
+                 multi_label=False, label_separator=","):
         super().__init__(data_dir)
         self.text_a_column, self.text_b_column = text_a_column, text_b_column
         self.label_column = label_column
         self.id_column = id_column
+        self.multi_label, self.label_separator = multi_label, label_separator
         self.regression = regression
         self.labels = list(labels) if labels else None
 
@@ -279,7 +286,12 @@ class GenericProcessor(DataProcessor):
 
     def get_labels(self):
         if self.labels is None and not self.regression:
-            values = {str(e.label) for e in self._read("train", check=False)}
+            examples = self._read("train", check=False)
+            values = {label for e in examples for label in e.label} if self.multi_label \
+                else {str(e.label) for e in examples}
+            if not values:
+                raise DataError(f"{self.path('train')}: no example has a label; give the "
+                                f"label list with --labels.")
             self.labels = sorted(values)
         return self.labels
 
@@ -305,7 +317,9 @@ class GenericProcessor(DataProcessor):
                                 f"{sorted(row)}); set --text_a_column/--text_b_column/"
                                 f"--label_column/--id_column.")
             label = None
-            if not is_test:
+            if not is_test and self.multi_label:
+                label = self._label_set(row[self.label_column], path, line, check)
+            elif not is_test:
                 label = self._label(str(row[self.label_column]).strip(), path, line) \
                     if check else str(row[self.label_column]).strip()
             name = row.get(self.id_column or "id")
@@ -316,6 +330,27 @@ class GenericProcessor(DataProcessor):
         if not examples:
             raise DataError(f"{path}: no examples.")
         return examples
+
+
+    def _label_set(self, value, path, line, check):
+        """A multi-label example's labels (a tuple, in the file's order, each once): a
+        JSON list, or a TSV/CSV cell split at `label_separator`."""
+        if path.endswith(".jsonl"):
+            if not isinstance(value, list) or any(isinstance(v, (list, dict)) for v in value):
+                raise DataError(
+                    f"{path}:{line}: label {value!r} is not a list: with --multi_label, the "
+                    f"{self.label_column!r} of each line is a list of labels, e.g. "
+                    f"[\"sports\", \"politics\"] ([] for none).")
+            labels = [str(v).strip() for v in value]
+        else:
+            labels = [v.strip() for v in str(value).split(self.label_separator)]
+        labels = tuple(dict.fromkeys(v for v in labels if v))
+        if check:
+            unknown = [v for v in labels if v not in self.labels]
+            if unknown:
+                raise DataError(f"{path}:{line}: label {unknown[0]!r} is not one of "
+                                f"{self.labels}.")
+        return labels
 
 
 PROCESSORS = {"cola": ColaProcessor, "sst-2": Sst2Processor, "sst2": Sst2Processor,

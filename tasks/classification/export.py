@@ -8,8 +8,12 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
     (long texts read as the model was trained: truncated, head and tail, or every window
     with the windows' logits averaged) -> `probabilities` and `logits` [batch,
     num_labels], `label_id` and `label` (the task's label strings); for regression
-    `score`.
-  * `serving_ids`: the three id inputs; the same outputs.
+    `score`; for multi-label models `probabilities` (a sigmoid per label), `logits`,
+    `predicted` (int32 [batch, num_labels]: 1 where the probability reaches the
+    threshold) and `labels` (the predicted labels, [batch, most predicted], padded with
+    "").
+  * `serving_ids`: the three id inputs; the same outputs (multi-label: without `labels`,
+    so that it converts to TF Lite's builtin ops).
 """
 
 
@@ -26,10 +30,12 @@ class ClassificationModule(export.ServingModule):
     fast_path = "tasks.classification.fast_path:ClassificationFastPath"
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
-                 regression, long_document="truncate", doc_stride=None):
+                 regression, long_document="truncate", doc_stride=None, multi_label=False,
+                 threshold=0.5):
         super().__init__("bert_classifier", model, vocab_file, do_lower_case,
                          max_seq_length, trim_padding=True)
         self.regression = regression
+        self.multi_label, self.threshold = multi_label, threshold
         self.labels = tf.constant(label_list or [""], tf.string)
         self.long_document, self.doc_stride = long_document, doc_stride
 
@@ -37,21 +43,32 @@ class ClassificationModule(export.ServingModule):
         return dict(super().serving_config(),
                     labels=[label.decode("utf-8") for label in self.labels.numpy()],
                     regression=self.regression, long_document=self.long_document,
-                    doc_stride=self.doc_stride)
+                    doc_stride=self.doc_stride, multi_label=self.multi_label,
+                    threshold=self.threshold)
 
-    def _outputs(self, packed, rows=None, batch=None):
+    def _outputs(self, packed, rows=None, batch=None, names=True):
         logits = tf.cast(self.run_model(**packed)["logits"], tf.float32)
         if rows is not None:  # windows: the mean of each row's windows' logits
             logits = tf.math.unsorted_segment_mean(logits, rows, batch)
         if self.regression:
             return {"score": logits[:, 0]}
+        if self.multi_label:
+            probabilities = tf.math.sigmoid(logits)
+            predicted = probabilities >= self.threshold
+            chosen = tf.ragged.boolean_mask(
+                tf.broadcast_to(self.labels, tf.shape(predicted)), predicted)
+            outputs = {"probabilities": probabilities, "logits": logits,
+                       "predicted": tf.cast(predicted, tf.int32)}
+            if names:  # (not in serving_ids, which converts to TF Lite's builtin ops)
+                outputs["labels"] = chosen.to_tensor("")
+            return outputs
         label_id = tf.argmax(logits, -1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, -1), "label_id": label_id,
                 "label": tf.gather(self.labels, label_id), "logits": logits}
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
-                              "segment_ids": segment_ids})
+                              "segment_ids": segment_ids}, names=False)
 
     def from_text(self, text_a, text_b=None):
         ids_a = self.tokenizer.tokenize(export.as_batch(text_a))
@@ -66,7 +83,8 @@ class ClassificationModule(export.ServingModule):
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                           label_list, regression=False, pair=True, long_document="truncate",
-                          doc_stride=None, tflite=None, tflite_quantize=False):
+                          doc_stride=None, tflite=None, tflite_quantize=False,
+                          multi_label=False, threshold=0.5):
     """Writes the SavedModel; returns `export_dir`.
 
     Args:
@@ -75,12 +93,14 @@ def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_
         pair: bool. The raw-text signature takes `text_b` too.
         long_document, doc_stride: how the raw-text signature reads a long text_a (see
             `text.packing.pack_document`); as the model was fine-tuned.
+        multi_label, threshold: a sigmoid per label, each predicted from `threshold`.
         tflite, tflite_quantize: also write `serving_ids` as TF Lite (see
             `serving.saved_model.save`): by default `model.tflite` when the model
             converts (a BiLSTM head does not), the fast path of `serving.load`.
     """
     module = ClassificationModule(model, vocab_file, do_lower_case, max_seq_length,
-                                  label_list, regression, long_document, doc_stride)
+                                  label_list, regression, long_document, doc_stride,
+                                  multi_label, threshold)
     text = export.TEXT_SPEC
     if pair:
         serving_text = export.serving_function(
@@ -105,4 +125,5 @@ def save_for_export(model, export_dir, options, vocab_file, do_lower_case, max_s
         model, export_dir, vocab_file, do_lower_case, max_seq_length,
         registry.labels_of(options), options.regression, options.pair,
         options.long_document, options.doc_stride, tflite=tflite,
-        tflite_quantize=tflite_quantize)
+        tflite_quantize=tflite_quantize, multi_label=options.multi_label,
+        threshold=options.multi_label_threshold)

@@ -27,10 +27,18 @@ from text import packing
 FORMAT_VERSION = 2  # in the cache key: 2 added example_index (files of 1 are not reused)
 
 
-def label_ids(examples, label_list, regression):
+def label_ids(examples, label_list, regression, multi_label=False):
+    """The examples' labels as the model learns them: scores (float32 [n]), class ids
+    (int64 [n]), or with `multi_label` each example's labels as a 0/1 row (float32
+    [n, labels]; an example may have none)."""
     if regression:
         return np.array([e.label for e in examples], np.float32)
     index = {label: i for i, label in enumerate(label_list)}
+    if multi_label:
+        rows = np.zeros((len(examples), len(label_list)), np.float32)
+        for row, example in enumerate(examples):
+            rows[row, [index[label] for label in example.label]] = 1.0
+        return rows
     return np.array([index[e.label] for e in examples], np.int64)
 
 
@@ -94,23 +102,25 @@ def _fingerprint(data_file, vocab_file, *settings):
     return digest.hexdigest()[:12]
 
 
-def feature_spec(max_seq_length, regression):
+def feature_spec(max_seq_length, regression, num_labels=None):
+    """The records' features; `num_labels` (multi-label): a 0/1 float row of labels."""
     fixed = tf.io.FixedLenFeature
     spec = {name: fixed([max_seq_length], tf.int64) for name in INPUT_NAMES}
-    spec["label_ids"] = fixed([], tf.float32 if regression else tf.int64)
+    spec["label_ids"] = fixed([num_labels], tf.float32) if num_labels else \
+        fixed([], tf.float32 if regression else tf.int64)
     spec["example_index"] = fixed([], tf.int64)  # the example a sequence (window) is of
     return spec
 
 
 def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower_case,
                     max_seq_length, label_list, regression, tokenizer="python",
-                    long_document="truncate", doc_stride=None):
+                    long_document="truncate", doc_stride=None, multi_label=False):
     """Path of the TFRecord holding `examples`' features (one per example, or per window
     with "windows"; each with its `example_index`), converting them if needed.
-    Unlabelled (test) examples get label 0."""
+    Unlabelled (test) examples get label 0 (no label, for `multi_label`)."""
     key = _fingerprint(data_file, vocab_file, do_lower_case, max_seq_length,
                        label_list, regression, tokenizer, len(examples), long_document,
-                       doc_stride, FORMAT_VERSION)
+                       doc_stride, FORMAT_VERSION, *(("multi_label",) if multi_label else ()))
     path = os.path.join(output_dir, f"{split}-{max_seq_length}-{key}.tf_record")
     if os.path.exists(path):
         logging.info("Using cached features %s", path)
@@ -120,15 +130,17 @@ def cached_features(examples, data_file, output_dir, split, vocab_file, do_lower
                                 doc_stride=doc_stride)
     index = features.pop("example_index", np.arange(len(examples)))
     if examples[0].label is None:
-        labels = np.zeros(len(examples), np.float32 if regression else np.int64)
+        labels = np.zeros((len(examples), len(label_list)), np.float32) if multi_label \
+            else np.zeros(len(examples), np.float32 if regression else np.int64)
     else:
-        labels = label_ids(examples, label_list, regression)
+        labels = label_ids(examples, label_list, regression, multi_label)
     with file_io.atomic_path(path) as tmp:  # never a half-written cache
         with tf.io.TFRecordWriter(tmp) as writer:
             for i, example in enumerate(index):
                 feats = {name: _ints(features[name][i]) for name in features}
+                value = np.atleast_1d(labels[example])
                 feats["label_ids"] = tf.train.Feature(float_list=tf.train.FloatList(
-                    value=[labels[example]])) if regression else _ints([labels[example]])
+                    value=value)) if labels.dtype == np.float32 else _ints(value)
                 feats["example_index"] = _ints([example])
                 writer.write(tf.train.Example(features=tf.train.Features(
                     feature=feats)).SerializeToString())
@@ -144,7 +156,7 @@ def count_records(path):
 
 def classifier_dataset(path, batch_size, max_seq_length, regression, is_training,
                        seed=None, input_context=None, skip_batches=0, pad_to_longest=True,
-                       bucket_by_length=False):
+                       bucket_by_length=False, num_labels=None):
     """Batches of dicts (int32 inputs, `label_ids`) from a cached feature file: shuffled,
     repeated and full for training; in order and once for evaluation/prediction.
 
@@ -155,8 +167,9 @@ def classifier_dataset(path, batch_size, max_seq_length, regression, is_training
         bucket_by_length: bool. Training: batches of sequences of similar length
             (Hugging Face's `group_by_length`), drawn from the shuffled stream in groups
             of `BUCKET_WINDOW` batches: still random batches, with less padding.
+        num_labels: int or None. Multi-label records: `label_ids` a 0/1 row of this many.
     """
-    spec = feature_spec(max_seq_length, regression)
+    spec = feature_spec(max_seq_length, regression, num_labels)
     dataset = tf.data.TFRecordDataset(path)
     if input_context and input_context.num_input_pipelines > 1:
         dataset = dataset.shard(input_context.num_input_pipelines,

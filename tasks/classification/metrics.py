@@ -84,7 +84,32 @@ def task_metrics(task_name, outputs, labels):
     return results
 
 
-def main_metric(task_name):
+def multi_label_metrics(probabilities, labels, threshold=0.5):
+    """Multi-label figures of `probabilities` [n, labels] (a sigmoid per label) against
+    0/1 `labels` [n, labels], a label predicted from `threshold`:
+      micro_f1     F1 of every (example, label) decision pooled: 2 TP / (2 TP + FP + FN);
+      macro_f1     the mean over labels of each label's F1 (0 for a label neither
+                   present nor predicted, as scikit-learn's f1_score(average="macro"));
+      exact_match  the share of examples whose predicted set is their set, none included
+                   (scikit-learn's accuracy_score on label rows, "subset accuracy");
+    and `empty_set_exact_match`, what predicting no label at all scores on it."""
+    predicted = np.asarray(probabilities) >= threshold
+    truth = np.asarray(labels) > 0.5
+    tp = (predicted & truth).sum(0).astype(np.float64)
+    fp = (predicted & ~truth).sum(0).astype(np.float64)
+    fn = (~predicted & truth).sum(0).astype(np.float64)
+    pooled = 2 * tp.sum() + fp.sum() + fn.sum()
+    per_label = np.divide(2 * tp, 2 * tp + fp + fn, out=np.zeros_like(tp),
+                          where=(2 * tp + fp + fn) > 0)
+    return {"micro_f1": float(2 * tp.sum() / pooled) if pooled else 0.0,
+            "macro_f1": float(per_label.mean()),
+            "exact_match": float(np.mean(np.all(predicted == truth, axis=1))),
+            "empty_set_exact_match": float(np.mean(~truth.any(axis=1)))}
+
+
+def main_metric(task_name, multi_label=False):
     """The metric that selects the best checkpoint."""
+    if multi_label:
+        return "micro_f1"
     return {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "sts-b": "corr",
             "stsb": "corr"}.get(task_name.lower(), "accuracy")

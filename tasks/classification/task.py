@@ -8,7 +8,9 @@ dev set(s) with the task's official metric (`.metrics`) and exports (`.export`).
 
 Loss: softmax cross-entropy averaged over the global batch (the original's
 `create_model`); for regression (STS-B, `num_classes=1`) the mean squared error of the
-score.
+score; for multi-label data (`--multi_label`) a sigmoid per label, the binary
+cross-entropy averaged over the labels (as Hugging Face's
+`problem_type="multi_label_classification"`).
 """
 
 import os
@@ -18,7 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import tables
-from common.scores import mean_over_windows, softmax
+from common.scores import mean_over_windows, sigmoid, softmax
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics
 from tasks.classification.export import export_classification
@@ -49,9 +51,11 @@ class ClassificationTask(Task):
         self.processor = data.get_processor(
             c.task_name, c.data_dir, language=c.xnli_language, text_a_column=c.text_a_column,
             text_b_column=c.text_b_column, label_column=c.label_column, labels=c.labels,
-            regression=c.regression, id_column=c.id_column)
+            regression=c.regression, id_column=c.id_column, multi_label=c.multi_label,
+            label_separator=c.label_separator)
         self.regression = self.processor.regression
-        self.main_metric = metrics.main_metric(c.task_name)
+        self.multi_label = c.multi_label
+        self.main_metric = metrics.main_metric(c.task_name, c.multi_label)
         self.label_list = None
         self.cache_dir = None
         self.pair = True  # the export's raw-text signature takes text_b (see prepare)
@@ -64,7 +68,11 @@ class ClassificationTask(Task):
         return features.cached_features(
             examples, self.processor.path(split), self.cache_dir, split, c.vocab_file,
             c.do_lower_case, c.max_seq_length, self.label_list, self.regression,
-            c.tokenizer, c.long_document, c.doc_stride)
+            c.tokenizer, c.long_document, c.doc_stride, self.multi_label)
+
+    def _num_labels(self):
+        """The width of a multi-label record's label row (None otherwise)."""
+        return len(self.label_list) if self.multi_label else None
 
     def prepare(self, output_dir, do_train=False, do_eval=False, do_predict=False):
         """Reads every split the run uses and converts (or finds cached) its features."""
@@ -120,7 +128,7 @@ class ClassificationTask(Task):
                 c.max_seq_length, self.regression, is_training=True, seed=seed,
                 input_context=context, skip_batches=skip_batches,
                 pad_to_longest=not static_shapes_needed(),
-                bucket_by_length=c.bucket_by_length)
+                bucket_by_length=c.bucket_by_length, num_labels=self._num_labels())
 
         return TrainInput(dataset_fn, steps, warmup, sequences)
 
@@ -129,6 +137,9 @@ class ClassificationTask(Task):
         logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         if self.regression:
             per_example = tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
+        elif self.multi_label:
+            per_example = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+                labels=tf.cast(batch["label_ids"], tf.float32), logits=logits), axis=-1)
         else:
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=tf.cast(batch["label_ids"], tf.int32), logits=logits)
@@ -137,9 +148,12 @@ class ClassificationTask(Task):
 
     # ------------------------------------------------------------------ results
     def outputs(self, logits):
-        """Model logits -> what is reported: class probabilities, or the score."""
+        """Model logits -> what is reported: class probabilities, the score, or each
+        label's probability (multi-label)."""
         if self.regression:
             return np.asarray(logits, np.float64)[:, 0]
+        if self.multi_label:
+            return sigmoid(logits)
         return softmax(logits)
 
     def _outputs_and_labels(self, model, path, batch_size):
@@ -147,12 +161,13 @@ class ClassificationTask(Task):
         (probabilities or scores, labels)."""
         dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
                                               self.regression, is_training=False,
-                                              pad_to_longest=not static_shapes_needed())
+                                              pad_to_longest=not static_shapes_needed(),
+                                              num_labels=self._num_labels())
         out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"],
                            skip_padding=self.padding_skipped())
         index = out["example_index"]
         examples = int(index.max()) + 1
-        labels = np.zeros(examples, out["label_ids"].dtype)
+        labels = np.zeros((examples,) + out["label_ids"].shape[1:], out["label_ids"].dtype)
         labels[index] = out["label_ids"]
         return self.outputs(mean_over_windows(out["logits"], index, examples)), labels
 
@@ -163,7 +178,9 @@ class ClassificationTask(Task):
         for split, path in self.eval_sets.items():
             outputs, labels = self._outputs_and_labels(model, path,
                                                        self.config.eval_batch_size)
-            split_results = metrics.task_metrics(self.config.task_name, outputs, labels)
+            split_results = metrics.multi_label_metrics(
+                outputs, labels, self.config.multi_label_threshold) if self.multi_label \
+                else metrics.task_metrics(self.config.task_name, outputs, labels)
             prefix = "" if split == "dev" else split.replace("dev_", "") + "_"
             results.update({prefix + k: v for k, v in split_results.items()})
             results[prefix + "eval_examples"] = len(labels)
@@ -172,8 +189,9 @@ class ClassificationTask(Task):
     def predict(self, model):
         """test_results.tsv (class probabilities or scores, as the original, no header),
         test_predictions.tsv (a header; per example its id, text, predicted label and
-        each label's probability, or its score) and, for GLUE tasks, the submission
-        file, per test split."""
+        each label's probability, or its score; for multi-label data its predicted
+        labels, joined by --label_separator) and, for GLUE tasks, the submission file,
+        per test split."""
         files = {}
         for split, (examples, path) in self.test_sets.items():
             outputs, _ = self._outputs_and_labels(model, path,
@@ -199,6 +217,15 @@ class ClassificationTask(Task):
     def _predictions_table(self, examples, outputs):
         texts = ["text_a"] + (["text_b"] if self.pair else [])
         ids = [e.guid.split("-", 1)[-1] for e in examples]
+        if self.multi_label:
+            chosen = outputs >= self.config.multi_label_threshold
+            return tables.tsv(
+                ["id", *texts, "labels", *(f"p({label})" for label in self.label_list)],
+                ([i, e.text_a, *([e.text_b] if self.pair else []),
+                  self.config.label_separator.join(
+                      label for label, on in zip(self.label_list, row) if on),
+                  *map(float, probabilities)]
+                 for i, e, row, probabilities in zip(ids, examples, chosen, outputs)))
         if self.regression:
             return tables.tsv(["id", *texts, "score"], (
                 [i, e.text_a, *([e.text_b] if self.pair else []), float(score)]
@@ -221,6 +248,8 @@ class ClassificationTask(Task):
         export_classification(model, export_dir, c.vocab_file, c.do_lower_case,
                               c.max_seq_length, self.label_list, self.regression,
                               pair=self.pair, long_document=c.long_document,
-                              doc_stride=c.doc_stride, tflite_quantize=tflite_quantize)
+                              doc_stride=c.doc_stride, tflite_quantize=tflite_quantize,
+                              multi_label=self.multi_label,
+                              threshold=c.multi_label_threshold)
         logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "
                      "serving_ids: token ids).", export_dir)

@@ -472,7 +472,7 @@ def calibration_steps(budget_minutes):
 
 def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, runtime,
               objective=RECIPE["objective"], steps=CALIBRATION_STEPS, seed=0,
-              recipe=RECIPE):
+              recipe=RECIPE, gradient_checkpointing=False):
     """Seconds per training step of the recipe on this machine: a short run of `steps`
     steps of the real training (input pipeline, model, optimizer) on `text_file` masked as
     the training records are (records written to `scratch_dir`), timed after its first
@@ -487,7 +487,9 @@ def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, ru
                             pretraining_dropout=recipe["pretraining_dropout"],
                             recipe=recipe)
     timings = []
-    runner.run(task, trainer_config(scratch_dir, steps, recipe, log_steps=LOG_EVERY_CALIBRATION,
+    runner.run(task, trainer_config(scratch_dir, steps, recipe,
+                                    gradient_checkpointing=gradient_checkpointing,
+                                    log_steps=LOG_EVERY_CALIBRATION,
                                     iterations_per_loop=LOG_EVERY_CALIBRATION,
                                     save_checkpoints_steps=steps),
                runtime, do_train=True,
