@@ -20,19 +20,25 @@ import numpy as np
 RECIPE = {"weight_decay": 0.01, "eps": 1e-6, "warmup_proportion": 0.1, "clip_norm": 1.0}
 
 
+def adamw(model, learning_rate):
+    """PyTorch's AdamW with the recipe's decay (off LayerNorm and biases) and epsilon."""
+    import torch
+    no_decay = {n for n, _ in model.named_parameters()
+                if any(k in n for k in ("bias", "LayerNorm"))}
+    return torch.optim.AdamW(
+        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
+          "weight_decay": RECIPE["weight_decay"]},
+         {"params": [p for n, p in model.named_parameters() if n in no_decay],
+          "weight_decay": 0.0}], lr=learning_rate, eps=RECIPE["eps"])
+
+
 def train(model, loader, learning_rate, epochs=1.0):
     """Fine-tunes `model` over `loader` (batches of model keyword arguments with labels)
     for `epochs`; returns the loop's seconds."""
     import torch
     import transformers
     steps = max(1, int(len(loader) * epochs))
-    no_decay = {n for n, _ in model.named_parameters()
-                if any(k in n for k in ("bias", "LayerNorm"))}
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
-          "weight_decay": RECIPE["weight_decay"]},
-         {"params": [p for n, p in model.named_parameters() if n in no_decay],
-          "weight_decay": 0.0}], lr=learning_rate, eps=RECIPE["eps"])
+    optimizer = adamw(model, learning_rate)
     schedule = transformers.get_linear_schedule_with_warmup(
         optimizer, int(RECIPE["warmup_proportion"] * steps), steps)
     model.train()
@@ -221,6 +227,38 @@ def _logits(model, tokenizer, encodings, keys):
     return out.logits.numpy()
 
 
+def _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size, max_seq_length):
+    """`step(schedule=None) -> loss`: one update of `model` on the next batch of
+    `sentences` (an endless shuffled stream), masked by `DataCollatorForLanguageModeling`,
+    clipped as the recipe says."""
+    import torch
+    import transformers
+    examples = [tokenizer(s, truncation=True, max_length=max_seq_length,
+                          return_special_tokens_mask=True) for s in sentences]
+    loader = torch.utils.data.DataLoader(
+        examples, batch_size=batch_size, shuffle=True, drop_last=True,
+        collate_fn=transformers.DataCollatorForLanguageModeling(tokenizer,
+                                                                mlm_probability=0.15))
+
+    def batches():
+        while True:
+            yield from loader
+
+    stream = batches()
+
+    def step(schedule=None):
+        loss = model(**next(stream)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clip_norm"])
+        optimizer.step()
+        if schedule is not None:
+            schedule.step()
+        optimizer.zero_grad()
+        return float(loss.detach())
+
+    return step
+
+
 def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning_rate,
                          batch_size=32, max_seq_length=128, warmup_share=0.06,
                          calibration_steps=20, seed=0, log=print):
@@ -237,36 +275,9 @@ def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning
     torch.manual_seed(seed)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     model = transformers.BertForMaskedLM.from_pretrained(model_dir)
-    examples = [tokenizer(s, truncation=True, max_length=max_seq_length,
-                          return_special_tokens_mask=True) for s in sentences]
-    loader = torch.utils.data.DataLoader(
-        examples, batch_size=batch_size, shuffle=True, drop_last=True,
-        collate_fn=transformers.DataCollatorForLanguageModeling(tokenizer,
-                                                                mlm_probability=0.15))
-    no_decay = {n for n, _ in model.named_parameters()
-                if any(k in n for k in ("bias", "LayerNorm"))}
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for n, p in model.named_parameters() if n not in no_decay],
-          "weight_decay": RECIPE["weight_decay"]},
-         {"params": [p for n, p in model.named_parameters() if n in no_decay],
-          "weight_decay": 0.0}], lr=learning_rate, eps=RECIPE["eps"])
-
-    def batches():
-        while True:
-            yield from loader
-
-    stream = batches()
-
-    def step(schedule=None):
-        loss = model(**next(stream)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clip_norm"])
-        optimizer.step()
-        if schedule is not None:
-            schedule.step()
-        optimizer.zero_grad()
-        return float(loss)
-
+    optimizer = adamw(model, learning_rate)
+    step = _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size,
+                            max_seq_length)
     model.train()
     start = time.perf_counter()
     # Timing steps at a small rate (they also train: the first steps of warm-up).

@@ -276,6 +276,9 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert "always answering the more frequent label" in first.stderr
     # Three seconds buy too few steps for the recipe: said on the console, before training.
     assert "steps on this machine" in first.stderr and "--budget_minutes=" in first.stderr
+    # 40 kB of text: from scratch, what a small corpus gives, and the better start.
+    assert "MB of training text: from scratch, the recipe learns less" in first.stderr
+    assert "--init_checkpoint=<its checkpoint or folder>" in first.stderr
     assert f"--init_checkpoint={export}/bert_model.ckpt" in first.stderr
     # The training records are masked as the recipe says; the held-out ones at the
     # original's 15% whatever it says (held-out accuracy reads the same across recipes).

@@ -162,8 +162,13 @@ def prepare_model(output_dir, init_checkpoint, config_file, vocab_file, do_lower
     config_out = os.path.join(output_dir, "bert_config.json")
     vocab_out = os.path.join(output_dir, "vocab.txt")
     kept = kept_start(output_dir)
-    if kept is not None and os.path.exists(vocab_out) and os.path.exists(config_out):
+    if kept is not None and "notes" in kept and os.path.exists(vocab_out) and \
+            os.path.exists(config_out):
         return vocab_out, config_out, kept["checkpoint"], kept["notes"]
+    # The folder is an adaptation's from now on (a run stopped before the end of this
+    # stage is not taken for a scratch run's by its rerun).
+    start_file = os.path.join(output_dir, START_FILE)
+    file_io.atomic_write_text(start_file, json.dumps(start))
     model, has_head = _load(config, init_checkpoint, objective)
     notes = [f"{init_checkpoint}: its masked-LM head continues." if has_head else
              f"{init_checkpoint}: no masked-LM head in the checkpoint; a new one (tied to "
@@ -187,7 +192,7 @@ def prepare_model(output_dir, init_checkpoint, config_file, vocab_file, do_lower
         with file_io.atomic_path(vocab_out) as tmp:
             shutil.copyfile(vocab_file, tmp)
     config.to_json_file(config_out)
-    file_io.atomic_write_text(os.path.join(output_dir, START_FILE), json.dumps(
+    file_io.atomic_write_text(start_file, json.dumps(
         dict(start, config=config_file, vocab=vocab_file, do_lower_case=do_lower_case,
              checkpoint=checkpoint, notes=notes), indent=1))
     return vocab_out, config_out, checkpoint, notes
