@@ -273,8 +273,9 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
                          dropout_seed=seed)
         if block_seeds is None:
             x = run(x)
-        elif recompute:
-            x = tf.recompute_grad(run)(x, block_seeds[number])
+        elif recompute:  # the seed captured, not an argument: it has no gradient
+            x = tf.recompute_grad(lambda x, seed=block_seeds[number], run=run: run(
+                x, seed))(x)
         else:
             x = run(x, block_seeds[number])
         encoder_outputs.append(x)

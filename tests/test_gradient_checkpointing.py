@@ -60,8 +60,8 @@ def test_recomputed_blocks_give_the_same_loss_and_gradients(skip_padding):
     expected = tape.gradient(truth, variables)
     assert float(loss) == pytest.approx(float(truth), rel=1e-5)
     for got, want, variable in zip(gradients, expected, variables):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6,
-                                   err_msg=variable.path)
+        np.testing.assert_allclose(tf.convert_to_tensor(got), tf.convert_to_tensor(want),
+                                   rtol=1e-4, atol=1e-6, err_msg=variable.path)
     # Dropout is on: without it the loss is another; and each forward pass draws anew.
     plain = tf.reduce_sum(encoder(inputs, training=False)["sequence_output"] * weights * real)
     assert abs(float(plain) - float(loss)) > 1e-3

@@ -158,7 +158,8 @@ def _pretraining_batch(padding_ids):
 @pytest.mark.parametrize("objective", ["mlm_nsp", "ltr"])
 def test_pretraining_skips_the_padding_with_the_padded_computations_loss(objective):
     """Pre-training's losses read the masked positions, [CLS] and (left to right) the next
-    real tokens only: its task skips the padding, with the padded computation's loss and
+    real tokens only: its task skips the padding, and scores only the predictions that
+    count (a slot of weight 0 is left out), with the padded computation's loss and
     gradients (dropout off) and, dropout on, a loss the padded positions' ids do not move."""
     from tasks.pretraining.task import PretrainingTask, pretraining_model
     task = PretrainingTask()

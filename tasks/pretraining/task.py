@@ -208,9 +208,29 @@ class PretrainingTask(Task):
                 "sequences": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
 
     def _lm_xent(self, model, batch, training):
+        """(outputs, cross-entropy, logits, labels, weights) of the language model's
+        predictions. Where shapes may vary, only the predictions that count (weight > 0)
+        are computed: a record's unused prediction slots (a short sequence has fewer
+        masked tokens than `max_predictions_per_seq`; a left-to-right LM's padding) are
+        not scored against the vocabulary, as the padding is not encoded. Their weight
+        is 0, so the loss and metrics are the same."""
         inputs, labels, weights = self._lm_view(batch)
-        outputs = model(inputs, training=training, skip_padding=self.padding_skipped())
-        logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
+        if not self.padding_skipped():
+            outputs = model(inputs, training=training, skip_padding=False)
+            logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
+            xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                  logits=logits)
+            return outputs, xent, logits, labels, weights
+        positions = inputs.pop("masked_lm_positions")
+        outputs = model(inputs, training=training, skip_padding=True)
+        sequence = outputs["sequence_output"]
+        real = tf.where(weights > 0)                                  # [M, 2]: (row, slot)
+        length = tf.cast(tf.shape(sequence)[1], tf.int64)
+        flat = real[:, 0] * length + tf.cast(tf.gather_nd(positions, real), tf.int64)
+        rows = tf.reshape(sequence, [1, -1, tf.shape(sequence)[2]])  # every token, one row
+        logits = tf.cast(model.masked_lm(rows, flat[None], model.encoder.word_embeddings)[0],
+                         tf.float32)                                  # [M, vocab]
+        labels, weights = tf.gather_nd(labels, real), tf.gather_nd(weights, real)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         return outputs, xent, logits, labels, weights
 
