@@ -36,7 +36,7 @@ from common import cpu
 from common.settings import setting
 from common.shared_settings import CHECKPOINT_HELP, VOCAB_FILE_HELP, Casing
 from tasks.pretraining.from_text import OBJECTIVES
-from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check
+from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learning_rate
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -81,13 +81,18 @@ class FromTextSettings(Casing):
         "and id unchanged), each word's embedding starting from the mean of its old "
         "pieces'; the log names each word and slot.")
 
+    learning_rate: Optional[float] = setting(
+        None, help="Peak learning rate (default: the recipe's, 7e-4 from scratch, 1e-4 "
+        "adapting a released model; docs/pretraining.md).")
     gradient_checkpointing: bool = setting(
         False, help="Recompute each Transformer layer's activations in the backward pass: "
         "less memory for a larger model (an adapted BERT-Large), about a third more "
         "compute a step (the plan measures it); docs/memory.md.")
 
     def __post_init__(self):
-        check(self, {"budget_minutes": POSITIVE, "domain_words": NON_NEGATIVE})
+        check(self, {"budget_minutes": POSITIVE, "domain_words": NON_NEGATIVE,
+                     "learning_rate": POSITIVE})
+        check_learning_rate(self.learning_rate)
         if not self.init_checkpoint:
             given = [name for name in ("bert_config_file", "vocab_file")
                      if getattr(self, name)] + (["domain_words"] if self.domain_words
@@ -181,6 +186,8 @@ def main(_):
                                            do_lower_case)
         config_file = from_text.bert_config(out, vocab)
     say(f"      {vocab}, {config_file}")
+    if FLAGS.learning_rate:
+        recipe = dict(recipe, learning_rate=FLAGS.learning_rate)
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
     for name in ("objective", "dtype"):
         given = getattr(FLAGS, name)

