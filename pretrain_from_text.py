@@ -244,13 +244,21 @@ def main(_):
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
+    head_steps = int(adaptation.NEW_HEAD_SHARE * plan.num_train_steps) if adapting and \
+        not adaptation.kept_start(out).get("has_head", True) else 0
+    if head_steps:
+        say(f"      first the new masked-LM head alone, {head_steps:,} steps")
+        init_checkpoint = adaptation.train_new_head(out, records, heldout_records,
+                                                    config_file, init_checkpoint,
+                                                    head_steps, runtime, recipe)
     task = from_text.pretraining_task(records, heldout_records, config_file,
-                                      plan.num_train_steps, plan.num_warmup_steps,
+                                      plan.num_train_steps - head_steps,
+                                      plan.num_warmup_steps,
                                       plan.objective,
                                       pretraining_dropout=recipe["pretraining_dropout"],
                                       recipe=recipe, init_checkpoint=init_checkpoint)
     result = runner.run(task, from_text.trainer_config(
-        os.path.join(out, "pretraining"), plan.num_train_steps, recipe,
+        os.path.join(out, "pretraining"), plan.num_train_steps - head_steps, recipe,
         gradient_checkpointing=FLAGS.gradient_checkpointing), runtime, do_train=True,
         do_eval=True)
     export = os.path.join(out, "pretraining", "export")

@@ -60,7 +60,7 @@ _RECORDED_BEFORE = {
     # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2, the
     # pre-training's own dropout, the learning rate's stable phase, multi-label data.
     "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
-    "adam_beta2", "pretraining_dropout", "lr_stable_share", "multi_label"}
+    "adam_beta2", "pretraining_dropout", "lr_stable_share", "multi_label", "heads_only"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -49,6 +49,12 @@ ADAPTATION = {
     "pretraining_dropout": None,
     "max_dupe_factor": 10,
 }
+# A checkpoint without a masked-LM head: the new head first trains alone, the encoder
+# frozen, for this share of the planned steps (at HEAD_LEARNING_RATE; cheaper steps: no
+# backward pass through the encoder), so that the encoder's first updates come from a
+# head that reads it, not from random weights. 0: not measured to help yet.
+NEW_HEAD_SHARE = 0.0
+HEAD_LEARNING_RATE = 1e-3
 START_FILE = "start.json"
 START_DIR = "start"
 # The masked-LM head's weights in the original's names (its output layer is the word
@@ -194,7 +200,7 @@ def prepare_model(output_dir, init_checkpoint, config_file, vocab_file, do_lower
     config.to_json_file(config_out)
     file_io.atomic_write_text(start_file, json.dumps(
         dict(start, config=config_file, vocab=vocab_file, do_lower_case=do_lower_case,
-             checkpoint=checkpoint, notes=notes), indent=1))
+             checkpoint=checkpoint, notes=notes, has_head=has_head), indent=1))
     return vocab_out, config_out, checkpoint, notes
 
 
@@ -219,3 +225,24 @@ def _domain_vocabulary(vocab_file, train_text, do_lower_case, limit):
                      "are in the vocabulary, or seen fewer than %d times, or the slots "
                      "ran out.", len(placed), limit, domain_words.MIN_COUNT)
     return lines, placed
+
+
+def train_new_head(output_dir, records, heldout_records, config_file, init_checkpoint,
+                   steps, runtime, recipe):
+    """The new masked-LM head of `init_checkpoint` trained alone for `steps` steps (the
+    encoder frozen), in `output_dir/new_head` (resumable, once); returns the checkpoint
+    that holds it with the encoder, to continue from."""
+    from tasks.pretraining import from_text
+    from training import runner
+    folder = os.path.join(output_dir, "new_head")
+    export = os.path.join(folder, "export", "bert_model.ckpt")
+    if not os.path.exists(export + ".index"):
+        task = from_text.pretraining_task(
+            records, heldout_records, config_file, steps, max(1, steps // 10),
+            recipe["objective"], pretraining_dropout=recipe["pretraining_dropout"],
+            recipe=recipe, init_checkpoint=init_checkpoint, heads_only=True)
+        runner.run(task, from_text.trainer_config(
+            folder, steps, dict(recipe, learning_rate=HEAD_LEARNING_RATE)), runtime,
+            do_train=True)
+    return export
+

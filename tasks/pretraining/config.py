@@ -43,6 +43,10 @@ class PretrainingConfig(TaskConfig):
         "attention; default: the config's, as the original). The exported "
         "bert_config.json keeps the config's, for fine-tuning. 0: none, as Cramming "
         "(Geiping & Goldstein 2022) pre-trains.")
+    heads_only: bool = setting(
+        False, recorded=True, help="Train the pre-training heads alone, the encoder (and "
+        "the word embeddings the masked LM shares) frozen: a new head learns to read a "
+        "released encoder before it steers it.")
 
     def __post_init__(self):
         super().__post_init__()

@@ -434,7 +434,7 @@ def small_corpus(text_bytes):
 def pretraining_task(records, heldout_records, config_file, steps, warmup,
                      objective=RECIPE["objective"], max_predictions_per_seq=None,
                      pretraining_dropout=RECIPE["pretraining_dropout"], recipe=RECIPE,
-                     init_checkpoint=None):
+                     init_checkpoint=None, heads_only=False):
     """The pre-training task of `recipe` on these records (written for `objective`,
     one of OBJECTIVES), from `init_checkpoint` if given; `pretraining_dropout` None: the
     model config's."""
@@ -447,7 +447,7 @@ def pretraining_task(records, heldout_records, config_file, steps, warmup,
         max_predictions_per_seq=max_predictions_per_seq or recipe["max_predictions_per_seq"],
         num_train_steps=steps,
         num_warmup_steps=warmup, objective=TRAINED_AS[objective],
-        pretraining_dropout=pretraining_dropout,
+        pretraining_dropout=pretraining_dropout, heads_only=heads_only,
         # The held-out figure the command prints covers up to 100 x 64 instances (the
         # recipe's corpus holds 829), not 800 of them (the default batch of 8).
         eval_batch_size=HELDOUT_EVAL_BATCH))

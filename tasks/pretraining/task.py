@@ -147,6 +147,8 @@ class PretrainingTask(Task):
                 dict(bert_config.to_dict(), **{name: dropout for name in kept}),
                 source=bert_config.source)
         model = pretraining_model(bert_config, self.objective)
+        if self.config is not None and self.config.heads_only:
+            model.encoder.trainable = False  # its weights are not the optimizer's
         self.bert_config = BertConfig.from_dict(
             dict(model.encoder.bert_config().to_dict(), **kept), source=bert_config.source)
         return model
