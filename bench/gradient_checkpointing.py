@@ -70,6 +70,8 @@ def measure(size, length, batch, checkpointing, steps):
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=labels, logits=logits))
         grads = tape.gradient(loss, model.trainable_variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)  # as the loop
+                 for g, v in zip(grads, model.trainable_variables)]
         grads, _ = tf.clip_by_global_norm(grads, 1.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
