@@ -82,7 +82,7 @@ class FromTextSettings(Casing):
         "pieces'; the log names each word and slot.")
 
     learning_rate: Optional[float] = setting(
-        None, help="Peak learning rate (default: the recipe's, 7e-4 from scratch, 1e-4 "
+        None, help="Peak learning rate (default: the recipe's, 7e-4 from scratch, 2e-5 "
         "adapting a released model; docs/pretraining.md).")
     gradient_checkpointing: bool = setting(
         False, help="Recompute each Transformer layer's activations in the backward pass: "
