@@ -14,6 +14,8 @@ the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
       --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
       --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \
       --vocab_file=uncased_L-12_H-768_A-12/vocab.txt [--domain_words=500]
+    python pretrain_from_text.py --input_text=reviews.txt --output_dir=my_adapted \
+      --init_checkpoint=all-MiniLM-L6-v2/   # a model folder: its config and vocab.txt
 
 The input: text files, one sentence per line, a blank line between documents. The output
 folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoint to
@@ -34,7 +36,7 @@ import cli
 from cli.flags import configs_from_flags, define_settings
 from common import cpu
 from common.settings import setting
-from common.shared_settings import CHECKPOINT_HELP, VOCAB_FILE_HELP, Casing
+from common.shared_settings import BERT_CONFIG_HELP, CHECKPOINT_HELP, VOCAB_FILE_HELP, Casing
 from tasks.pretraining.from_text import OBJECTIVES
 from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learning_rate
 
@@ -63,18 +65,13 @@ class FromTextSettings(Casing):
         "as data_prep's extractors). Default: each line is one sentence, as "
         "create_pretraining_data.py reads it.")
     seed: int = setting(12345, help="Seed for the held-out split, masking and weights.")
-    init_checkpoint: Optional[str] = setting(
-        None, help="Continue pre-training this model on the text instead of training one "
-        "from scratch (domain- or task-adaptive pre-training): its vocabulary, casing and "
-        "sizes are kept, and its masked-LM head where the checkpoint has one. "
-        + CHECKPOINT_HELP.split(" To train")[0] + " A model folder holding its config and "
-        "vocab.txt is taken too.")
-    bert_config_file: Optional[str] = setting(
-        None, help="With --init_checkpoint: the model's bert_config.json (or Hugging Face "
-        "config.json); default: the one in the --init_checkpoint folder.")
-    vocab_file: Optional[str] = setting(
-        None, help=f"With --init_checkpoint: {VOCAB_FILE_HELP} Default: the one in the "
-        "--init_checkpoint folder.")
+    # The model files' flags mean what they mean in every tool (common.shared_settings);
+    # here --init_checkpoint continues that model on the text (domain- or task-adaptive
+    # pre-training: its vocabulary, casing, sizes and masked-LM head kept), and it may be
+    # a model folder, whose bert_config.json (config.json) and vocab.txt are the defaults.
+    init_checkpoint: Optional[str] = setting(None, help=CHECKPOINT_HELP)
+    bert_config_file: Optional[str] = setting(None, help=BERT_CONFIG_HELP)
+    vocab_file: Optional[str] = setting(None, help=VOCAB_FILE_HELP)
     domain_words: int = setting(
         0, help="With --init_checkpoint: put up to N frequent words of the text that the "
         "vocabulary splits into several pieces into its [unusedK] lines (every other line "

@@ -23,14 +23,13 @@ CHECKPOINT_HELP = ("The weights: a Google TF1 checkpoint prefix, a Hugging Face 
                    "output_dir/best/model.ckpt). To train: omit to start from random "
                    "weights.")
 VOCAB_FILE_HELP = "The WordPiece vocabulary (vocab.txt) of the model."
+BERT_CONFIG_HELP = "The bert_config.json of the model (or a Hugging Face config.json)."
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelFiles:
     """The model: its configuration and its weights."""
-    bert_config_file: str = setting(
-        recorded=True, help="The bert_config.json of the model (or a Hugging Face "
-        "config.json).")
+    bert_config_file: str = setting(recorded=True, help=BERT_CONFIG_HELP)
     init_checkpoint: Optional[str] = setting(None, recorded=True, help=CHECKPOINT_HELP)
 
 

@@ -194,6 +194,6 @@ def test_classifier_steps_equal_the_originals(tmp_path):
     report = load_checkpoint(model, checkpoint, strict=True)
     assert not report.not_filled
     task = ClassificationTask.__new__(ClassificationTask)
-    task.regression = False
+    task.regression, task.multi_label = False, False
     our_losses, ours = _ours(tmp_path / "ours", model, task, batches, 1e-2)
     _compare(our_losses, ours, their_losses, theirs)
