@@ -241,7 +241,7 @@ def main(_):
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
-    head_steps = int(adaptation.NEW_HEAD_SHARE * plan.num_train_steps) if adapting and \
+    head_steps = adaptation.new_head_steps(plan.num_train_steps) if adapting and \
         not adaptation.kept_start(out).get("has_head", True) else 0
     if head_steps:
         say(f"      first the new masked-LM head alone, {head_steps:,} steps")

@@ -189,3 +189,44 @@ def test_a_hugging_face_folder_without_a_head_is_said_and_written_in_the_origina
     assert not {"architectures", "model_type", "layer_norm_eps"} & set(written)
     assert BertConfig.from_json_file(config_out).hidden_size == 384
     assert open(vocab_out).read() == open(vocab).read()
+
+
+def _without_head(source, prefix):
+    """`source`'s encoder alone (no `cls/` head, no Adam slots), saved as `prefix`: a
+    released model as Hugging Face ships a `BertModel`."""
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(source)
+    names = [n for n in reader.get_variable_to_shape_map()
+             if n.startswith("bert/") and "adam" not in n]
+    with tf.Graph().as_default():
+        variables = [tf.compat.v1.Variable(reader.get_tensor(n), name=n) for n in names]
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver(variables).save(session, prefix)
+    return prefix
+
+
+def test_a_new_head_first_trains_alone_on_the_frozen_encoder(tmp_path):
+    """A checkpoint without a masked-LM head: the new head trains alone first (the
+    encoder, word embeddings included, exactly the checkpoint's; the head's output bias
+    moved from its zeros), then the whole model continues from there."""
+    import tensorflow as tf
+    vocab, config, checkpoint = original_checkpoint.write_checkpoint(str(tmp_path / "full"))
+    headless = _without_head(checkpoint, str(tmp_path / "headless" / "bert_model.ckpt"))
+    out = tmp_path / "adapted"
+    done = warm_processes.run(
+        [SCRIPT, f"--input_text={_corpus(tmp_path / 'corpus.txt')}", f"--output_dir={out}",
+         f"--init_checkpoint={headless}", f"--bert_config_file={config}",
+         f"--vocab_file={vocab}", "--budget_minutes=0.05"], env=ENV, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "no masked-LM head" in done.stderr
+    assert "first the new masked-LM head alone" in done.stderr
+    start = tf.train.load_checkpoint(headless)
+    head = tf.train.load_checkpoint(str(out / "new_head" / "export" / "bert_model.ckpt"))
+    for name in start.get_variable_to_shape_map():
+        np.testing.assert_array_equal(head.get_tensor(name), start.get_tensor(name),
+                                      err_msg=name)
+    assert np.abs(head.get_tensor("cls/predictions/output_bias")).max() > 0
+    final = tf.train.load_checkpoint(str(out / "pretraining" / "export" / "bert_model.ckpt"))
+    name = "bert/encoder/layer_0/attention/self/query/kernel"
+    assert not np.array_equal(final.get_tensor(name), start.get_tensor(name))
