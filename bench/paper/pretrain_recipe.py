@@ -69,6 +69,23 @@ class Recipe(Bench):
                 f.write(f"{seconds:.0f}\n")
         return corpus, export
 
+    def adapt(self, model, minutes):
+        """The recipe's model (`model`: its export folder) continued for `minutes` on
+        SST-2's training sentences, labels dropped, one a document (`pretrain_from_text.py
+        --init_checkpoint`: task-adaptive pre-training, the route of a released model);
+        returns the adapted model's export folder."""
+        from bench import adaptation
+        text = adaptation.corpus(self.settings.shared_dir, self.work)
+        out = os.path.join(self.work, "adapted")
+        export = os.path.join(out, "pretraining", "export")
+        self.run("pretrain_from_text.py", {
+            "input_text": text, "output_dir": out, "budget_minutes": minutes,
+            "init_checkpoint": os.path.join(model, "bert_model.ckpt"),
+            "bert_config_file": os.path.join(model, "bert_config.json"),
+            "vocab_file": self.vocab(), "do_lower_case": True},
+            os.path.join(export, "bert_model.ckpt.index"))
+        return export
+
     def fixed_plan(self, files):
         """recipe.json as a CPU taking `plan_seconds_per_step` a step would write it for
         `budget_minutes` (the same steps, warm-up and records on any machine);
@@ -175,6 +192,10 @@ class Settings(harness.SharedData):
                                      "with this pooling (bert_config.json's 'pooling'; "
                                      "default: each model's own; a pooler of another width "
                                      "starts afresh)")
+    adapt_minutes: float = setting(
+        0, help="Also fine-tune the pre-trained model adapted for this many minutes to "
+        "SST-2's unlabelled training sentences (pretrain_from_text.py --init_checkpoint); "
+        "0: not")
     jobs: int = setting(1, help="fine-tuning runs at once (2 on 2 cores: 1.16x the "
                         "throughput, bench/RESULTS.md)")
 
@@ -194,6 +215,11 @@ def main(settings):
         mlm["random weights"] = bench.heldout_mlm(bench.random_checkpoint(), "random")
     tasks = [task for task in TASKS if task in settings.tasks.split(",")]
     tuned = [("pre-trained", export, "pretrained"), ("random weights", random_weights, "random")]
+    if settings.adapt_minutes and export:
+        adapted = bench.adapt(export, settings.adapt_minutes)
+        mlm["adapted"] = bench.heldout_mlm(adapted, "adapted")
+        tuned.append(("adapted", adapted, "adapted"))
+        models.append("adapted")
     if settings.pooling:  # the same weights, another pooling: runs of their own
         tuned = [(name, bench.with_pooling(model, settings.pooling, tag) if model else model,
                   f"{tag}-{settings.pooling}") for name, model, tag in tuned]
@@ -217,18 +243,19 @@ def main(settings):
     print("\n| | held-out masked-LM accuracy (%) | perplexity |\n|---|---|---|")
     for name, (accuracy, perplexity) in mlm.items():
         print(f"| {name} | {accuracy:.1f} | {perplexity:.1f} |")
-    print(f"\n| task ({settings.seeds} seeds, mean ± standard error) | pre-trained | random "
-          f"weights | difference | in standard errors | goal |")
-    print("|---|---|---|---|---|---|")
-    if len(scores) < 2:
+    if "random weights" not in scores:
         return print(f"\nEvery score: {json.dumps(scores)}")
+    print(f"\n| task ({settings.seeds} seeds, mean ± standard error) | model | score | random "
+          f"weights | difference | in standard errors | goal |")
+    print("|---|---|---|---|---|---|---|")
     for task in tasks:
-        (a, sa), (b, sb) = mean_se(scores["pre-trained"][task]), mean_se(
-            scores["random weights"][task])
-        se = math.sqrt(sa ** 2 + sb ** 2)
-        goal = f"+{GOALS[task]}" if task in GOALS else ""
-        print(f"| {task} | {a:.1f} ± {sa:.1f} | {b:.1f} ± {sb:.1f} | {a - b:+.1f} | "
-              f"{(a - b) / se if se else float('inf'):.1f} | {goal} |")
+        for name in (n for n in scores if n != "random weights"):
+            (a, sa), (b, sb) = mean_se(scores[name][task]), mean_se(
+                scores["random weights"][task])
+            se = math.sqrt(sa ** 2 + sb ** 2)
+            goal = f"+{GOALS[task]}" if task in GOALS else ""
+            print(f"| {task} | {name} | {a:.1f} ± {sa:.1f} | {b:.1f} ± {sb:.1f} | "
+                  f"{a - b:+.1f} | {(a - b) / se if se else float('inf'):.1f} | {goal} |")
     print(f"\nEvery score: {json.dumps(scores)}\nBench time {(time.time() - start) / 60:.0f} min")
 
 
