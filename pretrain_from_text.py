@@ -36,7 +36,12 @@ import cli
 from cli.flags import configs_from_flags, define_settings
 from common import cpu
 from common.settings import setting
-from common.shared_settings import BERT_CONFIG_HELP, CHECKPOINT_HELP, VOCAB_FILE_HELP, Casing
+from common.shared_settings import (
+    BERT_CONFIG_HELP,
+    CHECKPOINT_HELP,
+    VOCAB_FILE_HELP,
+    Casing,
+)
 from tasks.pretraining.from_text import OBJECTIVES
 from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learning_rate
 
