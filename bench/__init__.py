@@ -1,5 +1,4 @@
-"""The benchmarks: each module is a script run from the repository root as
-`python -m bench.<name>` (the paper's experiments as `python -m bench.paper.<name>`;
-bench/README.md groups them and says what each answers), so that the project's packages
-and the shared helpers (`bench.harness`, `bench.sst2`) import without any edit of
-`sys.path`."""
+"""The speed benchmarks against peers: each module is a script run from the repository
+root as `python -m bench.<name>` (bench/README.md says what each answers), so that the
+project's packages and the shared helpers (`bench.harness`, `bench.sst2`, `bench.hf_peers`,
+also used by `acceptance` and `research`) import without any edit of `sys.path`."""

@@ -150,7 +150,7 @@ def test_the_held_out_evaluation_reads_the_recipes_whole_held_out_set():
 
 def test_a_short_plan_warms_up_for_as_long_as_the_avx2_hour_does(tmp_path):
     """6% of a slow CPU's 1,200-step plan is 72 steps, too few: the masked LM collapsed
-    (bench/RESULTS-archive.md, "The warm-up of a short plan"). Every plan warms up for at
+    (research/RESULTS-archive.md, "The warm-up of a short plan"). Every plan warms up for at
     least the AVX2 hour's 229 steps (int(0.06 x 3,829)); a longer plan for 6% of its
     steps; a tiny one for half."""
     def warmup(budget_minutes, seconds_per_step, name):

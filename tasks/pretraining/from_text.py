@@ -30,14 +30,14 @@ from absl import logging
 from common import file_io
 from data_prep import corpus
 
-# The recipe: bench/paper/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
-# chosen: bench/RESULTS-archive.md, "A pre-training recipe for one CPU hour"). Four
+# The recipe: research/paper/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
+# chosen: research/RESULTS-archive.md, "A pre-training recipe for one CPU hour"). Four
 # changes leave the frequent-token plateau at the compute of 697 steps of the first
-# recipe, which is still on it at 2,000 (bench/plateau_escape.py; RESULTS, "Leaving the
+# recipe, which is still on it at 2,000 (research/plateau_escape.py; RESULTS, "Leaving the
 # plateau"): 40% of the tokens masked (Wettig et al. 2022), weights initialised at 0.05,
 # not 0.02 (a head's query-key products start large enough to learn from), the position
 # table started as sinusoids, and a peak learning rate of 5e-4, not 3e-4; now 7e-4
-# (RESULTS-archive.md, "A second pre-training seed"): held-out masked-LM accuracy +1.5 and
+# (research/RESULTS-archive.md, "A second pre-training seed"): held-out masked-LM accuracy +1.5 and
 # +1.0 points at the two hours' compute, +0.7 on a second pre-training seed, fine-tuning
 # level within the pre-training seeds' noise (SST-2 lower on one seed, higher on the
 # other; the masked LM is under its unigram entropy - 1 at step 782, not 752). The pooled
@@ -73,7 +73,7 @@ TRAINED_AS = {"mlm": "mlm", "mlm_nsp": "mlm_nsp", "mlm_sop": "mlm_nsp"}
 OBJECTIVES = tuple(TRAINED_AS)
 # The vocabulary is learned from at most this much of the training text, its lines
 # spread evenly (`sample_lines`): the learner is pure Python, about 7 s a MB on 2 cores,
-# and a larger sample learns about the same pieces (bench/RESULTS-archive.md, "The vocabulary
+# and a larger sample learns about the same pieces (research/RESULTS-archive.md, "The vocabulary
 # from a sample of a large corpus"). The recipe's corpus (25 MB) is used whole.
 VOCAB_SAMPLE_BYTES = 32 * 2**20
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
@@ -111,7 +111,7 @@ HOUR_STEPS = 3800
 # hour's own (6% of 3,829): a slow CPU's short plan reached the peak learning rate within
 # 72 or 108 steps (1,200- and 1,800-step plans), and its masked-LM loss stayed at the
 # unigram entropy (the model collapsed); warmed up for 230 steps, both left the plateau
-# (bench/RESULTS-archive.md, "The warm-up of a short plan"). A plan too short for it
+# (research/RESULTS-archive.md, "The warm-up of a short plan"). A plan too short for it
 # warms up for half its steps.
 MIN_WARMUP_STEPS = 229
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
@@ -478,7 +478,7 @@ def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, ru
     the training records are (records written to `scratch_dir`), timed after its first
     LOG_EVERY_CALIBRATION steps (which trace). A step costs more with more masked
     positions (the output layer computes those only): the held-out records, masked 15%,
-    timed 1.32 s a step where training at 40% ran 1.49 (bench/RESULTS-archive.md)."""
+    timed 1.32 s a step where training at 40% ran 1.49 (research/RESULTS-archive.md)."""
     from training import runner
     records = [os.path.join(scratch_dir, "calibration.tfrecord")]
     write_records(text_file, records, vocab_file, do_lower_case, 1, seed,

@@ -4,7 +4,7 @@ registries ship (npm's State of the Union addresses, Debian's WordNet glosses), 
 into documents (one sentence per line, a blank line between documents) by the project's
 own extraction tools where it has one.
 
-Pipeline position: raw sources -> documents, for `bench/paper/pretrain_recipe.py` (which then
+Pipeline position: raw sources -> documents, for `research/paper/pretrain_recipe.py` (which then
 runs `pretrain_from_text.py` on them). No Python package ships a larger free English
 corpus (checked: the issue that asked for this).
 
@@ -20,7 +20,7 @@ The optional source is task-adaptive pre-training (Gururangan et al. 2020, "Don'
 Pretraining"): a user pre-training for a classifier puts the task's unlabeled text in the
 corpus. Only training sentences are taken; the dev set stays unseen.
 
-    python -m bench.paper.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
+    python -m research.paper.english_corpus --shared_dir=../shared/data --output_dir=/tmp/english
 """
 
 import dataclasses
@@ -185,7 +185,7 @@ def describe(files):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData):
-    """The flags of this bench (`python -m bench.paper.english_corpus --help`)."""
+    """The flags of this bench (`python -m research.paper.english_corpus --help`)."""
     output_dir: str = setting(help="Folder the corpus is written to (text files, one document "
                               "per paragraph block).")
 

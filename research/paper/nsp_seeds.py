@@ -8,7 +8,7 @@ draws the weights and the dropout), on the records and schedule of the recipe (a
 `tables.py` does for Table 5's MLM + NSP row), and fine-tunes each on `--tasks`
 with `--seeds` fine-tuning seeds, through the user-facing scripts.
 
-    python -m bench.paper.nsp_seeds --shared_dir=../shared/data --recipe_dir=/tmp/bf16_full \
+    python -m research.paper.nsp_seeds --shared_dir=../shared/data --recipe_dir=/tmp/bf16_full \
       --work_dir=/tmp/tables_bf16 --runs=float32:2,bfloat16:2 [--tasks=STS-B,CoNLL-2003]
 
 Runs live in `--work_dir` (`pretrain/nsp-<dtype>-seed<seed>`, fine-tunings tagged
@@ -19,8 +19,8 @@ import dataclasses
 import time
 
 from bench import harness
-from bench.paper import tables as paper_tables
 from common.settings import setting
+from research.paper import tables as paper_tables
 
 
 class SeededBench(paper_tables.Bench):
@@ -40,7 +40,7 @@ class SeededBench(paper_tables.Bench):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(paper_tables.Settings):
-    """The tables' recipe-scale flags (`python -m bench.paper.nsp_seeds --help`), with this
+    """The tables' recipe-scale flags (`python -m research.paper.nsp_seeds --help`), with this
     bench's own."""
     recipe_dir: str = setting(help="A pretrain_from_text.py --output_dir run: the records "
                               "and schedule to pre-train on.")

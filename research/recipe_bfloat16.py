@@ -9,7 +9,7 @@ the first log), the held-out masked-LM loss and accuracy at the end, and TensorF
 float32 and bfloat16 matmul peaks measured in the same run (bfloat16 matmuls are fast
 only where the CPU has AVX512_BF16 or AMX).
 
-    python -m bench.recipe_bfloat16 --recipe_dir=/tmp/recipe/recipe [--steps=600]
+    python -m research.recipe_bfloat16 --recipe_dir=/tmp/recipe/recipe [--steps=600]
 """
 
 import dataclasses
@@ -66,7 +66,7 @@ def pretrain(recipe_dir, dtype, steps, out):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of this bench (`python -m bench.recipe_bfloat16 --help`)."""
+    """The flags of this bench (`python -m research.recipe_bfloat16 --help`)."""
     recipe_dir: str = setting(help='a pretrain_from_text.py --output_dir (records, config)')
     work_dir: str = setting('/tmp/recipe_bfloat16', help='Folder of the two short runs.')
     steps: int = setting(600, help='Training steps of each run.')

@@ -9,7 +9,7 @@ scored on the whole of eng.testa (dev), by `run_classifier.py --task_name=generi
 32, learning rate, epochs, length 64, threshold 0.5), each in a process of its own, and
 both scored by this project's metric code.
 
-    python -m bench.multi_label --shared_dir=../shared/data [--train_examples=4000
+    python -m acceptance.multi_label --shared_dir=../shared/data [--train_examples=4000
       --epochs=3 --seeds=1,2,3]
 """
 

@@ -6,7 +6,7 @@ package: Hugging Face safetensors + config.json + vocab.txt), copies the first
 runs `run_classifier.py` on it with the full dev set, and prints the dev metrics and the
 command line. A model that learns nothing here is a bug.
 
-    python -m bench.finetune_glue --shared_dir=../shared/data --task=SST-2 \
+    python -m acceptance.finetune_glue --shared_dir=../shared/data --task=SST-2 \
       [--train_examples=4000 --epochs=2 --max_seq_length=64 --learning_rate=5e-5]
 """
 
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData, harness.WorkDir):
-    """The flags of this bench (`python -m bench.finetune_glue --help`)."""
+    """The flags of this bench (`python -m acceptance.finetune_glue --help`)."""
     task: str = setting('SST-2', help="The GLUE task folder under glue/ (run_classifier.py's "
                         "--task_name).")
     train_examples: int = setting(4000, help="Training rows, the first ones of the task's "

@@ -12,7 +12,7 @@ a temporary folder and reads the documents back:
     sentences per article;
 and prints a few examples of each leak and a few sentences.
 
-    python -m bench.wiki_extraction_check --shared_dir=../shared/data [--dumps=ja,mr]
+    python -m acceptance.wiki_extraction_check --shared_dir=../shared/data [--dumps=ja,mr]
 """
 
 import bz2
@@ -103,7 +103,7 @@ def check(language, path, workers):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData):
-    """The flags of this bench (`python -m bench.wiki_extraction_check --help`)."""
+    """The flags of this bench (`python -m acceptance.wiki_extraction_check --help`)."""
     dumps: str = setting(','.join(DUMPS), help="Comma-separated dump excerpts under "
                          "wikipedia/ to check.")
     workers: int = setting(2, help="extract_wikipedia's --num_workers.")

@@ -1,14 +1,14 @@
-"""Several fine-tunings at once on one CPU (`bench/paper/tables.py --jobs`): runs finished
+"""Several fine-tunings at once on one CPU (`research/paper/tables.py --jobs`): runs finished
 per hour one at a time, `--jobs` at once on TensorFlow's default thread pools (each
 process sized to every core), and `--jobs` at once with cores/jobs threads each
 (`TF_NUM_INTRAOP_THREADS`, `TF_NUM_INTEROP_THREADS`, `OMP_NUM_THREADS`).
 
 Each run is `run_classifier.py --do_train` on SST-2's first `--train_examples` rows, with
-`bench/paper/tables.py`'s fine-tuning flags and the model of `--bert_config_file`
+`research/paper/tables.py`'s fine-tuning flags and the model of `--bert_config_file`
 (random weights: the speed does not depend on them), timed from launch to exit, as the
 tables pay for it. TensorFlow's float32 matmul peak is measured in the same run.
 
-    python -m bench.concurrent_finetunes --shared_dir=../shared/data \
+    python -m research.concurrent_finetunes --shared_dir=../shared/data \
       --bert_config_file=my_bert/bert_config.json --vocab_file=my_bert/vocab.txt
 """
 
@@ -21,9 +21,9 @@ import time
 
 from bench import harness
 from bench.harness import matmul_peak
-from bench.paper.tables import FINE_TUNING
 from bench.sst2 import sst2_subset
 from common.settings import setting
+from research.paper.tables import FINE_TUNING
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,7 +66,7 @@ def timed(data, work, settings, label, at_once, threads=None):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData):
-    """The flags of this bench (`python -m bench.concurrent_finetunes --help`)."""
+    """The flags of this bench (`python -m research.concurrent_finetunes --help`)."""
     bert_config_file: str = setting(help="The model's bert_config.json (random weights: the "
                                     "speed does not depend on them).")
     vocab_file: str = setting(help="The model's vocab.txt.")
@@ -81,7 +81,7 @@ def main(settings):
     from bench.harness import describe
 
     cores = os.cpu_count() or 1
-    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # as the runs (and bench/paper/tables.py) have it
+    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # as the runs (and research/paper/tables.py) have it
     print(f"{describe()}; float32 matmul peak {matmul_peak() / 1e9:.0f} GFLOP/s", flush=True)
     with tempfile.TemporaryDirectory() as work:
         data, _, _ = sst2_subset(settings.shared_dir, work, settings.train_examples)

@@ -11,7 +11,7 @@ whole SST-2 dev set with each:
   * TF Lite of `serving_ids`, float32 and int8 dynamic-range (`--tflite_quantize`): largest
     probability difference against the SavedModel, label agreement, accuracy, file sizes.
 
-    python -m bench.export_agreement --shared_dir=../shared/data [--train_examples=2000]
+    python -m acceptance.export_agreement --shared_dir=../shared/data [--train_examples=2000]
 """
 
 import dataclasses
@@ -40,7 +40,7 @@ def _size_mb(path):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData, harness.WorkDir):
-    """The flags of this bench (`python -m bench.export_agreement --help`)."""
+    """The flags of this bench (`python -m acceptance.export_agreement --help`)."""
     train_examples: int = setting(2000, help="Training rows, the first ones of SST-2's "
                                   "train.tsv.")
     max_seq_length: int = setting(64, help='Maximum sequence length, in WordPiece tokens.')

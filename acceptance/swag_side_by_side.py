@@ -14,7 +14,7 @@ Then fidelity: our fine-tuned best checkpoint, exported with `export_huggingface
 --task_type=multiple_choice`, is scored by transformers on the dev rows with its own
 tokenizer: its accuracy must equal ours and its probabilities agree to 1e-5.
 
-    python -m bench.swag_side_by_side --swag_csv=../shared/data/swag/val_first91.csv \
+    python -m acceptance.swag_side_by_side --swag_csv=../shared/data/swag/val_first91.csv \
       [--train_rows=60 --epochs=3 --batch_size=8 --learning_rate=5e-5 --max_seq_length=64]
 """
 
@@ -125,7 +125,7 @@ def run(argv):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.WorkDir):
-    """The flags of this bench (`python -m bench.swag_side_by_side --help`)."""
+    """The flags of this bench (`python -m acceptance.swag_side_by_side --help`)."""
     swag_csv: str = setting(help="A SWAG CSV (train.csv's layout: startphrase, sent1, sent2, "
                             "ending0..3, label).")
     train_rows: int = setting(60, help='Rows trained on; the next ones are the dev rows.')

@@ -7,7 +7,7 @@ vocabulary of the whole text, and, on held-out text, pieces per word (fewer is b
 and the [UNK] share, tokenized with `FullTokenizer` (the original's algorithm).
 
     python pretrain_from_text.py --input_text=... --output_dir=my_bert   # or any text
-    python -m bench.vocab_sample --text=my_bert/text/train.txt \
+    python -m research.vocab_sample --text=my_bert/text/train.txt \
       --heldout=my_bert/text/heldout.txt [--shares=1,0.5,0.25,0.125] [--vocab_size=8192]
 """
 
@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of this bench (`python -m bench.vocab_sample --help`)."""
+    """The flags of this bench (`python -m research.vocab_sample --help`)."""
     text: str = setting(help='the training text')
     heldout: str = setting(help='held-out text to tokenize')
     shares: str = setting('1,0.5,0.25,0.125', help="Comma-separated shares of the text to "

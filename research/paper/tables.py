@@ -26,7 +26,7 @@ linked), so the script resumes; the tables are printed in Markdown with every co
 line in the log. Table 8 prints each row as soon as its runs are done (a row costs a
 pre-training at the recipe's scale), and `--maskings` picks its rows.
 
-    python -m bench.paper.tables --shared_dir=../shared/data --tables=5,6,7,8 \
+    python -m research.paper.tables --shared_dir=../shared/data --tables=5,6,7,8 \
       [--work_dir=/tmp/paper_tables --pretrain_steps=2000] [--recipe_dir=<pretrain_from_text
       output>] [--seeds=3 --jobs=2]
 
@@ -599,7 +599,7 @@ class Bench:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of the tables (`python -m bench.paper.tables --help`), and of the benches
+    """The flags of the tables (`python -m research.paper.tables --help`), and of the benches
     that reuse `Bench`."""
     shared_dir: str = setting(help="The shared data folder (`../shared/data`: GLUE, "
                               "CoNLL-2003, WikiText).")

@@ -17,7 +17,7 @@ The data are made as `pretrain_from_text.py` makes them (held-out documents, the
 vocabulary, records masked as many times as the steps need); a variant's run that is
 there already is resumed or reused, so the bench can be stopped and rerun.
 
-    python -m bench.plateau_escape --input_text=../shared/data/wikitext/wikitext-2/test.txt \
+    python -m research.plateau_escape --input_text=../shared/data/wikitext/wikitext-2/test.txt \
       --work_dir=/tmp/plateau --variants=recipe,mask_25,dropout_0.1+mask_25 --steps=1000 \
       --eval_every=100
 """

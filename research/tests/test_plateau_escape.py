@@ -1,4 +1,4 @@
-"""bench/plateau_escape.py's arithmetic, without training: variants combine left to right,
+"""research/plateau_escape.py's arithmetic, without training: variants combine left to right,
 a variant's compute a step is counted against the recipe's, and the escape step is the
 first evaluation one nat under the plateau level."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import plateau_escape as bench
+from research import plateau_escape as bench
 from tasks.pretraining import from_text
 
 

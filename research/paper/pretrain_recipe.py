@@ -1,5 +1,5 @@
 """Does the one-hour CPU recipe make a better model than random weights? `pretrain_from_text.py`
-end to end on the English corpus of `bench/paper/english_corpus.py`, then the pre-trained model
+end to end on the English corpus of `research/paper/english_corpus.py`, then the pre-trained model
 beside the same model with random weights, fine-tuned with several seeds on tasks that can
 tell (a randomly initialised BERT already reaches ~80% on SST-2).
 
@@ -13,7 +13,7 @@ Reported, mean and standard error over `--seeds` fine-tuning seeds:
 Every command is printed and logged in `--work_dir/commands.log`; a finished step is not
 repeated, so the script resumes.
 
-    python -m bench.paper.pretrain_recipe --shared_dir=../shared/data --work_dir=/tmp/recipe \
+    python -m research.paper.pretrain_recipe --shared_dir=../shared/data --work_dir=/tmp/recipe \
       [--budget_minutes=60 --seeds=3 --plan_seconds_per_step=0.94]
 """
 
@@ -25,11 +25,11 @@ import time
 from typing import Optional
 
 from bench import harness
-from bench.paper import english_corpus
-from bench.paper import tables as paper_tables
-from bench.paper.tables import LEARNING_RATE, Bench, mean_se
 from common.settings import setting
 from modeling.config import POOLINGS
+from research.paper import english_corpus
+from research.paper import tables as paper_tables
+from research.paper.tables import LEARNING_RATE, Bench, mean_se
 from tasks.pretraining.from_text import OBJECTIVES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -163,7 +163,7 @@ class Recipe(Bench):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings(harness.SharedData):
-    """The flags of this bench (`python -m bench.paper.pretrain_recipe --help`)."""
+    """The flags of this bench (`python -m research.paper.pretrain_recipe --help`)."""
     work_dir: str = setting(help="Folder of the recipe's run and the fine-tunings (a run "
                             "found there is reused).")
     budget_minutes: float = setting(60, help='pretrain_from_text.py --budget_minutes.')

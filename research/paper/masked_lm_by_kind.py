@@ -13,7 +13,7 @@ A position counts as kept when its input token equals the label (a random draw o
 same token counts as kept too, as the model cannot tell them apart), as [MASK] when the
 input is [MASK], and as random otherwise. Padding slots (weight 0) are skipped.
 
-    python -m bench.paper.masked_lm_by_kind --eval_input_file=HELDOUT.tfrecord \
+    python -m research.paper.masked_lm_by_kind --eval_input_file=HELDOUT.tfrecord \
       --vocab_file=VOCAB --models=NAME=EXPORT_DIR,NAME=EXPORT_DIR [--dtype=bfloat16]
 
 EXPORT_DIR holds `bert_config.json` and `bert_model.ckpt` (a run's `export/` folder).
@@ -86,7 +86,7 @@ def score(export_dir, eval_file, mask, dtype, seq, predictions, batch_size=64):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-    """The flags of this bench (`python -m bench.paper.masked_lm_by_kind --help`)."""
+    """The flags of this bench (`python -m research.paper.masked_lm_by_kind --help`)."""
     eval_input_file: str = setting(help="Held-out pre-training TFRecords "
                                    "(create_pretraining_data.py's output).")
     vocab_file: str = setting(help="The model's vocab.txt.")
