@@ -49,7 +49,7 @@ POOLINGS = ("cls", "mean", "pair_mean")
 # default, so that a config of the original's kind reads and writes back unchanged.
 # How a new model's position table starts: the original's truncated normal, or
 # sinusoids (Vaswani et al. 2017) of the same RMS, whose dot products already depend on
-# the distance between two positions (bench/RESULTS.md, "One-hour recipe").
+# the distance between two positions (research/RESULTS.md, "One-hour recipe").
 POSITION_EMBEDDING_INITS = ("truncated_normal", "sinusoidal")
 _NEW_FIELDS = ("causal_attention", "pre_layer_norm", "pooling", "position_embedding_init")
 
@@ -111,7 +111,7 @@ class BertConfig:
             [u; v; |u - v|; u * v] (the features of InferSent, Conneau et al. 2017, and of
             Sentence-BERT's classifier, Reimers & Gurevych 2019), whose dense layer reads
             4 * hidden_size features (what lets sentence pairs gain from a briefly
-            pre-trained model: bench/RESULTS.md, "One-hour recipe"). A model's choice
+            pre-trained model: research/RESULTS.md, "One-hour recipe"). A model's choice
             travels with its bert_config.json into fine-tuning and export. Not in the
             original, and not convertible to Hugging Face's BERT (its pooler reads
             [CLS]); written to the file only when not "cls". Defaults to "cls".

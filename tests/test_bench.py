@@ -100,3 +100,18 @@ def test_every_documented_bench_command_names_a_bench_and_its_flags(helps):
              for flag in (flags if script in helps else ["<no such bench>"])
              if flag not in helps.get(script, ())]
     assert not wrong, wrong
+
+
+def test_the_results_page_stays_a_results_page():
+    """bench/RESULTS.md holds the current figures, not their history: at most 300 lines,
+    each summary row a line of at most 300 characters (a figure, its peer, its goal, the
+    CPU, the section); what it no longer needs goes to research/RESULTS-archive.md."""
+    with open(os.path.join(ROOT, "bench", "RESULTS.md"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    assert len(lines) <= 301, f"bench/RESULTS.md has {len(lines)} lines (at most 300)"
+    start = lines.index("## Summary")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("## "))
+    rows = [line for line in lines[start:end] if line.startswith("| ")]
+    assert len(rows) >= 10
+    long = [row[:60] for row in rows if len(row) > 300]
+    assert not long, long

@@ -30,7 +30,7 @@ from absl import logging
 from common import file_io
 from data_prep import corpus
 
-# The recipe: research/paper/pretrain_recipe.py and bench/RESULTS.md ("One-hour recipe"; how it was
+# The recipe: research/paper/pretrain_recipe.py and research/RESULTS.md ("One-hour recipe"; how it was
 # chosen: research/RESULTS-archive.md, "A pre-training recipe for one CPU hour"). Four
 # changes leave the frequent-token plateau at the compute of 697 steps of the first
 # recipe, which is still on it at 2,000 (research/plateau_escape.py; RESULTS, "Leaving the
