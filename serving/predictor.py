@@ -31,8 +31,9 @@ How a request is answered:
         Lite on large requests.
       - `auto` (default): TF Lite for requests of up to `tflite_max_batch` rows, the
         SavedModel above (`bench/serving_speed.py` measures the crossing).
-  * Any other export (one from before `serving.json` named its task, or without
-    `model.tflite` under `tflite`) is answered by its raw-text signature itself.
+  * An export from before `serving.json` named its task is answered by its raw-text
+    signature itself. One whose fast path this Python cannot import is refused in one
+    line (its answers would otherwise change format).
 
 Thread safety: one predictor may be shared by any number of threads; each call's answer
 is the answer of the same call made alone. Nothing that a request changes is shared: the
@@ -74,27 +75,40 @@ def read_config(export_dir):
                          f"(export_saved_model.py) to rewrite it.") from None
 
 
-def fast_path_class(config):
+def fast_path_class(config, export_dir="."):
     """The fast path `serving.json` names (`fast_path`, "module:Class", written by the
-    task's export); None when it names none or this clone lacks it (the raw-text
-    signature then serves). An export written before `fast_path` was named its task only
-    (`fast`): its fast path is looked up where every task keeps it, the `fast_path`
-    module of the task's package."""
+    task's export); None when it names none (an export from before `serving.json`: its
+    raw-text signature serves). An export written before `fast_path` was named its task
+    only (`fast`): its fast path is looked up where every task keeps it, the `fast_path`
+    module of the task's package. A fast path named but not importable here (a clone
+    without that task, an installation without `tasks/`) is an error, not a quiet change
+    of the answers' format."""
     spec = config.get("fast_path")
     if not spec and config.get("fast"):
         spec = f"tasks.{config['fast']}.fast_path"
     if not spec:
         return None
     module_name, _, name = spec.partition(":")
+    where = os.path.join(export_dir, SERVING_CONFIG_FILE)
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError:
-        return None
+    except ModuleNotFoundError as exc:
+        raise ValueError(
+            f"{where}: its answers come from the fast path {spec}, which this Python "
+            f"cannot import ({exc}); load the export from a clone of the project that has "
+            f"that task (its root on sys.path), or call the SavedModel's raw-text "
+            f"signature, tf.saved_model.load(...).signatures['serving_default'], whose "
+            f"outputs are the raw model's.") from None
     if name:
-        return getattr(module, name, None)
-    found = [value for value in vars(module).values() if isinstance(value, type) and
-             issubclass(value, FastPath) and value.__module__ == module.__name__]
-    return found[0] if len(found) == 1 else None
+        found = [getattr(module, name)] if hasattr(module, name) else []
+    else:
+        found = [value for value in vars(module).values() if isinstance(value, type) and
+                 issubclass(value, FastPath) and value.__module__ == module.__name__]
+    if len(found) != 1:
+        raise ValueError(f"{where}: {spec} names no single fast path class in "
+                         f"{module_name}; re-export the model with this clone "
+                         f"(export_saved_model.py) to rewrite serving.json.")
+    return found[0]
 
 
 def _columns(inputs, names):
@@ -151,7 +165,7 @@ class Predictor:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
                              f"{list(PRECISIONS)}.")
-        fast = fast_path_class(self.config)
+        fast = fast_path_class(self.config, export_dir)
         self.fast_path = None
         self._lite = self._ids_model = self._text_model = None
         if fast is not None:

@@ -174,6 +174,14 @@ def test_the_export_names_its_fast_path_and_older_exports_still_find_theirs(expo
     older = serving.load(str(folder), backend="tflite")
     assert isinstance(older.fast_path, ClassificationFastPath)
     assert_same(older(ENGLISH), loaded(exports["single"], "tflite")(ENGLISH))
+    # A fast path this Python cannot import (a clone without the task): refused in one
+    # line naming the file and the class, never answered in the raw signature's format.
+    for spec, match in (("tasks.sentiment.fast_path:SentimentFastPath", "cannot import"),
+                        ("tasks.classification.fast_path:Gone", "no single fast path")):
+        (folder / "serving.json").write_text(json.dumps(dict(config, fast_path=spec)))
+        with pytest.raises(ValueError, match=match) as refused:
+            serving.load(str(folder))
+        assert "serving.json" in str(refused.value) and spec in str(refused.value)
 
 
 def test_saved_model_alone_without_a_fast_path(exports, tmp_path):
