@@ -265,3 +265,14 @@ def test_mnli_predicts_the_glue_diagnostic_set_and_the_submission_bundles_it(
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert bad.returncode == 1 and "MRPC.tsv:2: 'yes' is not one of ['0', '1']" in bad.stderr
     assert not (tmp_path / "bad.zip").exists()
+
+
+def test_every_file_a_run_writes_for_the_leaderboard_is_one_the_submission_checks():
+    """One table of the leaderboard's names: each task's and split's file is a file
+    glue_submission.py knows (its answers and row count)."""
+    from tasks.classification import submission
+    written = set(submission.FILE_OF_TASK.values()) | set(submission.FILE_OF_SPLIT.values())
+    assert written == set(submission.TASKS)
+    assert submission.leaderboard_file("MNLI", "_ax") == "AX"
+    assert submission.leaderboard_file("sst-2") == "SST-2"
+    assert submission.leaderboard_file("generic") is None

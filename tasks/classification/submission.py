@@ -24,6 +24,21 @@ TASKS = {
 }
 
 
+# The file a run writes for the leaderboard, by `run_classifier.py --task_name`
+# (lower-cased); MNLI's mismatched and diagnostic test splits write their own.
+FILE_OF_TASK = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",
+                "sts-b": "STS-B", "stsb": "STS-B", "qqp": "QQP", "mnli": "MNLI-m",
+                "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
+FILE_OF_SPLIT = {"_mismatched": "MNLI-mm", "_ax": "AX"}
+
+
+def leaderboard_file(task_name, split_suffix=""):
+    """The leaderboard's name (a key of TASKS) for the test split `split_suffix` ("",
+    "_mismatched", "_ax") of `task_name`; None for a task the leaderboard does not take."""
+    name = FILE_OF_TASK.get(task_name.lower())
+    return FILE_OF_SPLIT.get(split_suffix, name) if name else None
+
+
 class SubmissionError(ValueError):
     """A file that the leaderboard would refuse, or two runs with the same task."""
 

@@ -22,7 +22,7 @@ from absl import logging
 from common import tables
 from common.scores import mean_over_windows, sigmoid, softmax
 from modeling import BertClassifier
-from tasks.classification import data, features, metrics
+from tasks.classification import data, features, metrics, submission
 from tasks.classification.export import export_classification
 from training import loop
 from training.task import (
@@ -32,12 +32,6 @@ from training.task import (
     steps_for_epochs,
     token_count,
 )
-
-# GLUE's submission file name of each task (written with the test predictions).
-GLUE_SUBMISSION = {"cola": "CoLA", "sst-2": "SST-2", "sst2": "SST-2", "mrpc": "MRPC",
-                   "sts-b": "STS-B", "stsb": "STS-B", "qqp": "QQP", "mnli": "MNLI-m",
-                   "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
-
 
 class ClassificationTask(Task):
     """Fine-tunes `modeling.BertClassifier` on a `ClassificationConfig` task."""
@@ -202,9 +196,8 @@ class ClassificationTask(Task):
             files[f"test_results{suffix}.tsv"] = "\n".join(rows) + "\n"
             files[f"test_predictions{suffix}.tsv"] = self._predictions_table(examples,
                                                                               outputs)
-            name = GLUE_SUBMISSION.get(self.config.task_name.lower())
+            name = submission.leaderboard_file(self.config.task_name, suffix)
             if name:
-                name = {"_mismatched": "MNLI-mm", "_ax": "AX"}.get(suffix, name)
                 predictions = outputs if self.regression else [
                     self.label_list[i] for i in outputs.argmax(-1)]
                 ids = [e.guid.split("-", 1)[1] for e in examples]
