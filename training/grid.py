@@ -34,7 +34,7 @@ import shutil
 from absl import logging
 
 from common import file_io
-from training import metrics_log, runner
+from training import best_checkpoint, metrics_log, runner
 from training.run_lock import RunLock
 
 SHORT_NAMES = {"learning_rate": "lr", "train_batch_size": "bs", "num_train_epochs": "epochs",
@@ -94,8 +94,7 @@ def run(task_class, task_config, trainer, runtime, axes, *, do_train=False, do_e
         if not (do_predict or trainer.export_dir):
             return runner.RunResult()
         final_task = task_class(dataclasses.replace(
-            task_config, init_checkpoint=os.path.join(output_dir, runner.BEST_DIR,
-                                                      "model.ckpt")))
+            task_config, init_checkpoint=best_checkpoint.checkpoint(output_dir)))
         logging.info("Grid: predicting and exporting with the best combination, %s.", best)
         return runner.run(final_task, dataclasses.replace(trainer, predict_from="best"),
                           runtime, do_predict=do_predict)
@@ -108,13 +107,8 @@ def _finished(folder):
 
 def _results(folder):
     """A finished combination's figures: its last step and its best checkpoint's."""
-    best = {}
-    with open(os.path.join(folder, runner.BEST_DIR, runner.BEST_RESULTS),
-              encoding="utf-8") as f:
-        for line in f:
-            key, _, value = line.rstrip("\n").partition(" = ")
-            best[key] = value
-    return {"steps": runner.checkpoint_step(folder), "best": best}
+    return {"steps": runner.checkpoint_step(folder),
+            "best": best_checkpoint.read_results(folder)}
 
 
 def _write_results(task, output_dir, rows):
@@ -132,15 +126,14 @@ def _write_results(task, output_dir, rows):
             [result["best"].get(m, "") for m in metric_names]))
     file_io.atomic_write_text(os.path.join(output_dir, RESULTS_FILE), "\n".join(lines) + "\n")
     name, _, result = max(rows, key=lambda row: float(row[2]["best"][metric]))
-    source = os.path.join(output_dir, name, runner.BEST_DIR)
-    with file_io.atomic_path(os.path.join(output_dir, runner.BEST_DIR)) as tmp:
+    source = best_checkpoint.folder(os.path.join(output_dir, name))
+    with file_io.atomic_path(best_checkpoint.folder(output_dir)) as tmp:
         shutil.copytree(source, tmp)
-        with open(os.path.join(tmp, runner.BEST_RESULTS), "a", encoding="utf-8") as f:
-            f.write(f"grid_combination = {name}\n")
+        best_checkpoint.add_results(tmp, grid_combination=name)
     logging.info("Grid: %d combinations in %s; the best on dev is %s (%s = %s at step %s), "
                  "kept in %s.", len(rows), os.path.join(output_dir, RESULTS_FILE), name,
                  metric, result["best"][metric], result["best"].get("global_step"),
-                 os.path.join(output_dir, runner.BEST_DIR))
+                 best_checkpoint.folder(output_dir))
     return name
 
 

@@ -46,14 +46,20 @@ from common import file_io
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
 from text.graph_tokenizer import require_text
 from text.tokenization import check_vocabulary_fits, validate_case_matches_checkpoint
-from training import checkpointing, distribution, loop, metrics_log, run_flags, run_lock
+from training import (
+    best_checkpoint,
+    checkpointing,
+    distribution,
+    loop,
+    metrics_log,
+    run_flags,
+    run_lock,
+)
 from training.config import FineTuningConfig, RuntimeConfig
 from training.optimizers import create_optimizer
 from training.run_lock import RunLock
 
 EVAL_RESULTS = "eval_results.txt"
-BEST_DIR = "best"
-BEST_RESULTS = "best_results.txt"
 PREDICTIONS_FROM = "predictions_from.txt"  # which weights the predictions came from
 EVAL_SUMMARIES = "eval"  # TensorBoard scalars of every evaluation, beside "train"
 
@@ -173,22 +179,16 @@ class BestCheckpointKeeper:
                  num_train_steps):
         self.task, self.model, self.strategy = task, model, strategy
         self.output_dir = output_dir
-        self.directory = os.path.join(output_dir, BEST_DIR)
+        self.directory = best_checkpoint.folder(output_dir)
         self.every, self.last = save_checkpoints_steps, num_train_steps
         self.best = self._recorded_best()
         self.latest = None  # (step, results) of the last evaluation
         self.metrics = metrics_log.MetricsLog(output_dir)
 
     def _recorded_best(self):
-        path = os.path.join(self.directory, BEST_RESULTS)
-        if not file_io.exists(path):
-            return None
-        with tf.io.gfile.GFile(path) as f:
-            for line in f:
-                key, _, value = line.partition(" = ")
-                if key == self.task.main_metric:
-                    return float(value)
-        return None
+        results = best_checkpoint.read_results(self.output_dir) or {}
+        value = results.get(self.task.main_metric)
+        return None if value is None else float(value)
 
     def __call__(self, step, logs):
         if step % self.every and step != self.last:
@@ -203,11 +203,9 @@ class BestCheckpointKeeper:
         if best:
             self.best = value
             text = self.task.format_results(dict(results, global_step=step))
-            if not any(line.startswith("global_step = ") for line in text.splitlines()):
-                text += f"global_step = {step}\n"  # a task format may leave it out
             with file_io.atomic_path(self.directory) as tmp:  # weights and results together
-                save_tf2_checkpoint(self.model, os.path.join(tmp, "model.ckpt"))
-                file_io.atomic_write_text(os.path.join(tmp, BEST_RESULTS), text)
+                save_tf2_checkpoint(self.model, os.path.join(tmp, best_checkpoint.CHECKPOINT))
+                best_checkpoint.write_results(tmp, text, step)
 
 
 def record_evaluation(metrics, output_dir, step, results):
@@ -438,12 +436,10 @@ def _evaluate(task, model, strategy, output_dir, step, keeper, metrics, inputs, 
 def _load_best(task, model, output_dir, last_step):
     """Gives `model` the weights of `output_dir/best/` when the run kept one; returns what
     was loaded ({"checkpoint", "global_step", the main metric}) or None."""
-    path = os.path.join(output_dir, BEST_DIR, "model.ckpt")
-    results_path = os.path.join(output_dir, BEST_DIR, BEST_RESULTS)
-    if not file_io.exists(path + ".index") or not file_io.exists(results_path):
+    path = best_checkpoint.checkpoint(output_dir)
+    best = best_checkpoint.read_results(output_dir)
+    if not file_io.exists(path + ".index") or best is None:
         return None
-    with tf.io.gfile.GFile(results_path) as f:
-        best = dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
     if task.config.init_checkpoint != path:  # else it has these weights already
         load_checkpoint(model, path, strict=True)
     weights = {"checkpoint": path, "global_step": int(best.get("global_step", -1))}
