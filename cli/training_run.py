@@ -1,9 +1,9 @@
 """The command line of every training script (`run_pretraining.py` and the four
-fine-tuning ones): its flags, its stage check, and the run (one, or a grid of them) that
-`training.grid` makes of them.
+fine-tuning ones): its flags, its stage check, and the run: `training.runner.run`, or
+`training.grid.run` when a grid flag has several values.
 
 Pipeline position: a root training script (flags and its own extras) -> here ->
-`training.grid` / `training.runner` -> checkpoints, eval results, predictions, a
+`training.runner` (or `training.grid`) -> checkpoints, eval results, predictions, a
 SavedModel. The script passes its task's registry entry (`tasks.registry.load`): the
 command-line layer knows no task. The task's TensorFlow code is imported only once the
 flags have been checked.
@@ -34,7 +34,7 @@ def define_flags(entry, fine_tuning=True):
 def run(entry, flag_values, other_stages=()):
     """Trains, evaluates, predicts and exports the task of the registry entry `entry` as
     the flags say (a grid when a grid flag of a fine-tuning script has several values);
-    returns `training.grid.run`'s result. First the one stage check of the training
+    returns the run's `training.runner.RunResult`. First the one stage check of the training
     scripts (`other_stages`: the flags a script adds that also give it work, checked by
     the script itself)."""
     from training.config import RuntimeConfig, TrainerConfig
@@ -49,8 +49,11 @@ def run(entry, flag_values, other_stages=()):
                              f"are for the fine-tuning scripts).")
     task_config, trainer, runtime = training_flags.configs_from_flags(
         flag_values, entry.config_class, TrainerConfig, RuntimeConfig)
+    stages = dict(do_train=flag_values.do_train, do_eval=flag_values.do_eval,
+                  do_predict=fine_tuning and flag_values.do_predict)
     # TensorFlow from here on: a wrong flag was answered without waiting for it.
-    from training import grid
-    return grid.run(entry.task_class, task_config, trainer, runtime, axes,
-                    do_train=flag_values.do_train, do_eval=flag_values.do_eval,
-                    do_predict=fine_tuning and flag_values.do_predict)
+    if axes:
+        from training import grid
+        return grid.run(entry.task_class, task_config, trainer, runtime, axes, **stages)
+    from training import runner
+    return runner.run(entry.task_class(task_config), trainer, runtime, **stages)

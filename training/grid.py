@@ -3,7 +3,8 @@
 chosen on dev, predictions and the export from it.
 
 Pipeline position: the fine-tuning entry points (`run_classifier.py`, `run_squad.py`,
-`run_ner.py`) call `run`, which is `training.runner.run` when no flag has several values.
+`run_ner.py`, through `cli.training_run`) call `run` when a grid flag has several values
+(one run alone goes to `training.runner.run` directly).
 The paper's protocol (appendix A.3: batch 16 or 32, learning rate 5e-5, 3e-5 or 2e-5, 2, 3
 or 4 epochs, the best on dev) is one command:
 
@@ -60,12 +61,10 @@ def _with(configs, values):
 
 def run(task_class, task_config, trainer, runtime, axes, *, do_train=False, do_eval=False,
         do_predict=False):
-    """`runner.run(task_class(task_config), ...)`, or, when `axes` ({flag: values}) is not
-    empty, the grid of the module docstring. Returns the `RunResult` of the run (for a
-    grid, of its final prediction and export from `best/`)."""
+    """The grid of the module docstring over `axes` ({flag: several values}). Returns the
+    `RunResult` of its final prediction and export from `best/`."""
     if not axes:
-        return runner.run(task_class(task_config), trainer, runtime, do_train=do_train,
-                          do_eval=do_eval, do_predict=do_predict)
+        raise ValueError("A grid needs at least one flag with several values.")
     if not (do_train and do_eval):
         raise ValueError(f"A grid ({', '.join(f'--{n}' for n in axes)} with several values) "
                          f"trains every combination and keeps the best on dev: it needs "
