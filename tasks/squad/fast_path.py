@@ -11,14 +11,9 @@ it answers with text.
 import numpy as np
 
 from serving.fast_path import FastPath
+from tasks.squad.config import SquadReading
 from tasks.squad.data import convert_examples, squad_examples
 from tasks.squad.predictions import compute_predictions
-
-# The settings of `tasks.squad.config.SquadReading` and their defaults (an export that
-# predates them in serving.json).
-_READING = {"doc_stride": 128, "max_query_length": 64, "n_best_size": 20,
-            "max_answer_length": 30, "version_2_with_negative": False,
-            "null_score_diff_threshold": 0.0}
 
 
 class SquadFastPath(FastPath):
@@ -33,8 +28,9 @@ class SquadFastPath(FastPath):
 
     def __init__(self, config, tokenizer, seq_multiple=8):
         super().__init__(config, tokenizer, seq_multiple)
+        # serving.json's reading settings; their defaults for an export that predates them.
         self.reading = {name: config.get(name, default) for name, default in
-                        _READING.items()}
+                        SquadReading().reading().items()}
         self.do_lower_case = config["do_lower_case"]
 
     def prepare(self, columns):
