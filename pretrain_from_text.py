@@ -48,7 +48,7 @@ from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learnin
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FromTextSettings(Casing):
-    """The command's settings; the recipe is `tasks.pretraining.from_text.RECIPE`."""
+    """The command's settings; the recipe is `tasks.pretraining.recipe.RECIPE`."""
     input_text: str = setting(help="Text files (comma-separated files or globs): one "
                               "sentence per line, a blank line between documents.")
     output_dir: str = setting(help="Where the vocabulary, records and run go.")

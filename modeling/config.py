@@ -49,7 +49,7 @@ POOLINGS = ("cls", "mean", "pair_mean")
 # default, so that a config of the original's kind reads and writes back unchanged.
 # How a new model's position table starts: the original's truncated normal, or
 # sinusoids (Vaswani et al. 2017) of the same RMS, whose dot products already depend on
-# the distance between two positions (research/RESULTS.md, "One-hour recipe").
+# the distance between two positions, so a briefly trained model uses them sooner.
 POSITION_EMBEDDING_INITS = ("truncated_normal", "sinusoidal")
 _NEW_FIELDS = ("causal_attention", "pre_layer_norm", "pooling", "position_embedding_init")
 
@@ -110,8 +110,8 @@ class BertConfig:
             tokens, u, and of segment B's, v (zeros for a single text), compared as
             [u; v; |u - v|; u * v] (the features of InferSent, Conneau et al. 2017, and of
             Sentence-BERT's classifier, Reimers & Gurevych 2019), whose dense layer reads
-            4 * hidden_size features (what lets sentence pairs gain from a briefly
-            pre-trained model: research/RESULTS.md, "One-hour recipe"). A model's choice
+            4 * hidden_size features (a sentence pair's comparison that fine-tuning can
+            use even where pre-training never trained the pooled vector). A model's choice
             travels with its bert_config.json into fine-tuning and export. Not in the
             original, and not convertible to Hugging Face's BERT (its pooler reads
             [CLS]); written to the file only when not "cls". Defaults to "cls".

@@ -1,5 +1,5 @@
 """When does a pre-training recipe leave the frequent-token plateau? Variants of the
-one-hour CPU recipe (`tasks.pretraining.from_text.RECIPE`), each trained on the same
+one-hour CPU recipe (`tasks.pretraining.recipe.RECIPE`), each trained on the same
 records to the same compute, evaluated on held-out documents at every checkpoint.
 
 Steps are the recipe's: a variant whose step costs c times the recipe's training FLOPs

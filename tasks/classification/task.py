@@ -33,6 +33,7 @@ from training.task import (
     token_count,
 )
 
+
 class ClassificationTask(Task):
     """Fine-tunes `modeling.BertClassifier` on a `ClassificationConfig` task."""
 

@@ -33,8 +33,8 @@ from common import file_io
 # predictions a sequence of 128) and the model's own dropout; the masked LM alone (as
 # RoBERTa and Gururangan et al. continue). The peak learning rate is the original's
 # advice for additional steps, 2e-5: a higher one moves a released encoder away from
-# what it knew within a CPU budget's thousand steps of 32 (1e-4 cost the task's
-# fine-tuning; bench/RESULTS.md, "Adapting a released model").
+# what it knew within a CPU budget's thousand steps of 32, and costs the task's
+# fine-tuning.
 ADAPTATION = {
     "max_seq_length": 128,
     "masked_lm_prob": 0.15,
@@ -52,8 +52,8 @@ ADAPTATION = {
 # A checkpoint without a masked-LM head: the new head first trains alone, the encoder
 # frozen, for this share of the planned steps (at HEAD_LEARNING_RATE; cheaper steps: no
 # backward pass through the encoder), so that the encoder's first updates come from a
-# head that reads it, not from random weights (bench/RESULTS.md, "Adapting a released
-# model": a better held-out masked LM and fine-tuning than without).
+# head that reads it, not from random weights: a better held-out masked LM and
+# fine-tuning than training the random head with the encoder from the start.
 NEW_HEAD_SHARE = 0.1
 HEAD_LEARNING_RATE = 1e-3
 START_FILE = "start.json"

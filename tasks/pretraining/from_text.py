@@ -29,42 +29,15 @@ from absl import logging
 
 from common import file_io
 from data_prep import corpus
+from tasks.pretraining.recipe import (
+    ENOUGH_STEPS,
+    MIN_WARMUP_STEPS,
+    PLATEAU_STEPS,
+    RECIPE,
+    REFERENCE_PLAN_STEPS,
+    SMALL_CORPUS_BYTES,
+)
 
-# The recipe: research/paper/pretrain_recipe.py and research/RESULTS.md ("One-hour recipe"; how it was
-# chosen: research/RESULTS-archive.md, "A pre-training recipe for one CPU hour"). Four
-# changes leave the frequent-token plateau at the compute of 697 steps of the first
-# recipe, which is still on it at 2,000 (research/plateau_escape.py; RESULTS, "Leaving the
-# plateau"): 40% of the tokens masked (Wettig et al. 2022), weights initialised at 0.05,
-# not 0.02 (a head's query-key products start large enough to learn from), the position
-# table started as sinusoids, and a peak learning rate of 5e-4, not 3e-4; now 7e-4
-# (research/RESULTS-archive.md, "A second pre-training seed"): held-out masked-LM accuracy +1.5 and
-# +1.0 points at the two hours' compute, +0.7 on a second pre-training seed, fine-tuning
-# level within the pre-training seeds' noise (SST-2 lower on one seed, higher on the
-# other; the masked LM is under its unigram entropy - 1 at step 782, not 752). The pooled
-# vector is "pair_mean" (`BertConfig.pooling`: the two segments' means compared), which
-# the masked LM does not train but fine-tuning on sentence pairs can use from the start.
-# No dropout while pre-training (Cramming, Geiping & Goldstein 2022): held-out masked-LM
-# accuracy +2 points at both hours' compute, fine-tuning level within its noise; the
-# exported bert_config.json keeps the model's 0.1 for fine-tuning.
-RECIPE = {
-    "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
-              "intermediate_size": 1024, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-              "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 128,
-              "type_vocab_size": 2, "initializer_range": 0.05,
-              "position_embedding_init": "sinusoidal", "pooling": "pair_mean"},
-    "vocab_size": 8192,
-    "max_seq_length": 128,
-    "masked_lm_prob": 0.40,
-    "max_predictions_per_seq": 52,
-    "objective": "mlm",
-    "train_batch_size": 32,
-    "learning_rate": 7e-4,
-    "optimizer": "adamw_original",
-    "adam_beta2": 0.999,
-    "warmup_share": 0.06,
-    "pretraining_dropout": 0.0,
-    "max_dupe_factor": 10,
-}
 # The objectives `pretrain_from_text.py` offers, and the `--objective` of run_pretraining.py
 # each trains as: sentence-order prediction (ALBERT, Lan et al. 2019) is the next-sentence
 # head and loss on records whose label 1 is segments A and B of one document swapped
@@ -73,8 +46,8 @@ TRAINED_AS = {"mlm": "mlm", "mlm_nsp": "mlm_nsp", "mlm_sop": "mlm_nsp"}
 OBJECTIVES = tuple(TRAINED_AS)
 # The vocabulary is learned from at most this much of the training text, its lines
 # spread evenly (`sample_lines`): the learner is pure Python, about 7 s a MB on 2 cores,
-# and a larger sample learns about the same pieces (research/RESULTS-archive.md, "The vocabulary
-# from a sample of a large corpus"). The recipe's corpus (25 MB) is used whole.
+# and a sample learns about the same pieces as the whole text. The recipe's corpus (25 MB)
+# is used whole.
 VOCAB_SAMPLE_BYTES = 32 * 2**20
 HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
 MIN_HELDOUT = 2
@@ -95,25 +68,9 @@ SHORT_CALIBRATION_STEPS = 10
 SHORT_BUDGET_MINUTES = 30
 LOG_EVERY_CALIBRATION = 5
 # A records-writing worker process takes about 5 s to start (it imports TensorFlow), and
-# one writes about 2.6 MB of text a second (bench/RESULTS.md, "Data preparation": 37 MB
-# in 19 s on one AVX2 core, 16.5 s on two): a second worker pays for itself only on tens
+# one writes about 2.6 MB of text a second: a second worker pays for itself only on tens
 # of megabytes of text times the duplicates (`record_workers`).
 TEXT_BYTES_PER_WORKER = 16 << 20
-# The recipe's masked LM leaves the frequent-token plateau after about PLATEAU_STEPS
-# (bench/RESULTS.md, "Leaving the plateau": step 609, on 2 AVX2 cores about 10 minutes);
-# a plan under ENOUGH_STEPS, twice that, is warned about before the run (`shortfall`),
-# with the budget that buys HOUR_STEPS there: what an hour buys on 2 AVX2 cores (0.94 s
-# a step, 1.16x the first recipe's 0.81 s).
-PLATEAU_STEPS = 600
-ENOUGH_STEPS = 1200
-HOUR_STEPS = 3800
-# The warm-up is warmup_share of the plan, but never under MIN_WARMUP_STEPS, the AVX2
-# hour's own (6% of 3,829): a slow CPU's short plan reached the peak learning rate within
-# 72 or 108 steps (1,200- and 1,800-step plans), and its masked-LM loss stayed at the
-# unigram entropy (the model collapsed); warmed up for 230 steps, both left the plateau
-# (research/RESULTS-archive.md, "The warm-up of a short plan"). A plan too short for it
-# warms up for half its steps.
-MIN_WARMUP_STEPS = 229
 CHARS_PER_TOKEN = 4.3  # English with an 8,192-piece vocabulary: to size the records
 # The input's layout, judged once its documents are read (`layout_warnings`): a line of
 # more than LONG_LINE_CHARS does not fit in one training sequence (the records keep one
@@ -127,12 +84,6 @@ ONE_LINE_SHARE = 0.5
 MIN_DOCUMENTS_JUDGED = 20
 
 
-# From scratch, a small corpus gives less: on 3.8 MB of text the recipe was not tuned on
-# (English Wikipedia articles and SQuAD contexts) the 2,761 steps of an AVX2 hour
-# predicted 26.2% of held-out masked tokens, against 37.8% for the same plan on the
-# recipe's 25 MB corpus. Under SMALL_CORPUS_BYTES of training text the command says so
-# before training (`small_corpus`), and points at adapting a released model.
-SMALL_CORPUS_BYTES = 16 << 20
 
 
 @dataclasses.dataclass
@@ -406,13 +357,13 @@ def shortfall(plan):
     if plan.num_train_steps >= ENOUGH_STEPS:
         return None
     minutes = plan.num_train_steps * plan.seconds_per_step / 60
-    needed = math.ceil(HOUR_STEPS * plan.seconds_per_step / 60 / 10) * 10
+    needed = math.ceil(REFERENCE_PLAN_STEPS * plan.seconds_per_step / 60 / 10) * 10
     return (f"{minutes:.{0 if minutes >= 10 else 1}f} minutes buy "
             f"{plan.num_train_steps:,} steps on this machine "
             f"({plan.seconds_per_step:.2f} s a step). The recipe's masked LM leaves the "
             f"frequent-token plateau after about {PLATEAU_STEPS:,} steps (docs/pretraining"
             f".md, \"Pre-training on a CPU\"): with fewer than {ENOUGH_STEPS:,} the model "
-            f"may stay near random weights. For the {HOUR_STEPS:,} steps an hour buys on "
+            f"may stay near random weights. For the {REFERENCE_PLAN_STEPS:,} steps an hour buys on "
             f"2 AVX2 cores give --budget_minutes={needed} (a new --output_dir; the plan of "
             f"this one is kept).")
 
@@ -477,8 +428,8 @@ def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, ru
     steps of the real training (input pipeline, model, optimizer) on `text_file` masked as
     the training records are (records written to `scratch_dir`), timed after its first
     LOG_EVERY_CALIBRATION steps (which trace). A step costs more with more masked
-    positions (the output layer computes those only): the held-out records, masked 15%,
-    timed 1.32 s a step where training at 40% ran 1.49 (research/RESULTS-archive.md)."""
+    positions (the output layer computes those only), so the calibration masks as the
+    training records do, not as the held-out ones (15%: about 0.9x the step)."""
     from training import runner
     records = [os.path.join(scratch_dir, "calibration.tfrecord")]
     write_records(text_file, records, vocab_file, do_lower_case, 1, seed,

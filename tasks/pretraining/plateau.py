@@ -19,8 +19,8 @@ from absl import logging
 
 from data_prep.pretraining_records import read_examples
 
-# The check runs at the first log after this share of the steps (the one-hour CPU recipe
-# leaves the plateau at about 40% of its steps: bench/RESULTS.md)...
+# The check runs at the first log after this share of the steps (past where a working
+# recipe has left the plateau: the one-hour recipe leaves it before 40% of its steps)...
 CHECK_AT_SHARE = 0.5
 # ...and counts the run as on the plateau while its loss is within this many nats of the
 # unigram entropy.
