@@ -11,8 +11,8 @@ import keras
 from modeling.checkpoint_mapping import IDENTITY, TRANSPOSE
 from modeling.config import BertConfig
 from modeling.encoder import BertEncoder
-from modeling.feature_extraction import FEATURE_COMBINATIONS, combine_layers, combined_width
-from modeling.heads import HEADS, BiLSTM, ClassificationHead, MaskedLMHead, SpanLabelingHead
+from modeling.head_variants import HeadVariants
+from modeling.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 
 
 def _as_encoder(encoder_or_config):
@@ -32,15 +32,20 @@ class EncoderModel(keras.Model):
 
     Each subclass names its heads' weights in the checkpoint formats:
         checkpoint_heads: ((canonical TF1 name, attribute path from the model, rule), ...):
-            read by `modeling.checkpoint_mapping.variable_map` (here: `_OUTPUT_NAMES`,
-            and a BiLSTM's names when the model has one; a subclass may set it whole).
+            read by `modeling.checkpoint_mapping.variable_map` (here: `_OUTPUT_NAMES`; a
+            subclass may set it whole).
         hf_architecture, hf_encoder_prefix, hf_has_pooler, hf_head_names: the Hugging
-            Face class (here: `_HF_ARCHITECTURE`, none with a BiLSTM), the prefix of the encoder's weights in it, whether it has the
-            pooler, and {canonical name: Hugging Face name} of the heads' weights (see
-            `modeling.huggingface`); `hf_num_labels` for heads with labels.
+            Face class (here: `_HF_ARCHITECTURE`), the prefix of the encoder's weights in
+            it, whether it has the pooler, and {canonical name: Hugging Face name} of the
+            heads' weights (see `modeling.huggingface`); `hf_num_labels` for heads with
+            labels.
+
+    The paper's head variants (a BiLSTM, frozen features) are a mixin of their own,
+    `modeling.head_variants.HeadVariants`, for the models whose output layer reads the
+    sequence.
     """
-    _OUTPUT_NAMES = ()  # the output layer's checkpoint names; a BiLSTM's are added to them
-    _HF_ARCHITECTURE = None  # the Hugging Face class; none with a BiLSTM
+    _OUTPUT_NAMES = ()  # the output layer's checkpoint names
+    _HF_ARCHITECTURE = None  # the Hugging Face class
     hf_encoder_prefix = "bert."
     hf_has_pooler = True
     hf_head_names = {}
@@ -49,43 +54,6 @@ class EncoderModel(keras.Model):
     def __init__(self, encoder, **kwargs):
         super().__init__(**kwargs)
         self.encoder = _as_encoder(encoder)
-        self.bilstm = None
-        self.feature_based = None
-
-    def _make_bilstm(self, head, bilstm_layers, bilstm_units, feature_based=None):
-        """For models with a head choice: the BiLSTM between the encoder and the output
-        layer (`head="bilstm"`: `bilstm_layers` (default 1) of `bilstm_units` per
-        direction (default half the hidden size)); or, `feature_based` (one of
-        `FEATURE_COMBINATIONS`, the paper's Table 7), the encoder frozen and that
-        combination of its layers read by a BiLSTM (default 2 layers of 768 units, the
-        paper's). Returns the width the output layer reads."""
-        if head not in HEADS:
-            raise ValueError(f"head={head!r}: must be one of {list(HEADS)}.")
-        if feature_based is not None and feature_based not in FEATURE_COMBINATIONS:
-            raise ValueError(f"feature_based={feature_based!r}: must be one of "
-                             f"{list(FEATURE_COMBINATIONS)}.")
-        self.head, self.feature_based = head, feature_based
-        self.bilstm_layers, self.bilstm_units = bilstm_layers, bilstm_units
-        width = self.encoder.hidden_size
-        if feature_based:
-            needed = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}.get(
-                feature_based, 1)
-            if self.encoder.num_layers < needed:
-                raise ValueError(f"feature_based={feature_based!r} needs at least {needed} "
-                                 f"encoder layers; the model has {self.encoder.num_layers}.")
-            self.encoder.trainable = False  # features of the pre-trained model, as they are
-            width = combined_width(feature_based, width)
-        elif head != "bilstm":
-            return width
-        layers = bilstm_layers or (2 if feature_based else 1)
-        units = bilstm_units or (768 if feature_based else self.encoder.hidden_size // 2)
-        if layers < 1 or units < 1:
-            raise ValueError(f"bilstm_layers={layers}, bilstm_units={units}: both must be "
-                             f"at least 1.")
-        self.bilstm = BiLSTM(units=units, num_layers=layers, dtype=self.encoder.dtype_policy,
-                             name="bilstm")
-        self.bilstm.build((None, None, width))
-        return 2 * units
 
     def _output_layer(self, num_classes, dropout_rate, name, input_shape):
         """A dropout + dense output layer of `num_classes`, built for `input_shape`."""
@@ -95,33 +63,14 @@ class EncoderModel(keras.Model):
         layer.build(input_shape)
         return layer
 
-    def _sequence_features(self, inputs, training, skip_padding=False):
-        """(encoder outputs, what the output layer reads per token): the sequence output,
-        or the chosen combination of a frozen encoder's layers (run without dropout),
-        through the BiLSTM when there is one."""
-        if self.feature_based:
-            outputs = self._encode(inputs, False, skip_padding)
-            sequence = combine_layers(outputs, self.feature_based)
-        else:
-            outputs = self._encode(inputs, training, skip_padding)
-            sequence = outputs["sequence_output"]
-        if self.bilstm:
-            sequence = self.bilstm(sequence, inputs["input_mask"])
-        return outputs, sequence
-
-    def _bilstm_config(self):
-        return {"head": self.head, "bilstm_layers": self.bilstm_layers,
-                "bilstm_units": self.bilstm_units, "feature_based": self.feature_based}
-
     @property
     def checkpoint_heads(self):
-        """The output layer's names, and the BiLSTM's (`cls/bilstm/...`) when it has one."""
-        bilstm = self.bilstm.checkpoint_names("cls/bilstm", "bilstm") if self.bilstm else ()
-        return self._OUTPUT_NAMES + bilstm
+        """The output layer's names (a model with more heads sets its own)."""
+        return self._OUTPUT_NAMES
 
     @property
-    def hf_architecture(self):  # transformers has no BiLSTM head
-        return None if self.bilstm else self._HF_ARCHITECTURE
+    def hf_architecture(self):
+        return self._HF_ARCHITECTURE
 
     def _encode(self, inputs, training, skip_padding=False):
         # the encoder picks its inputs by name
@@ -239,7 +188,7 @@ class BertPretrainer(EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertClassifier(EncoderModel):
+class BertClassifier(HeadVariants, EncoderModel):
     """Sequence classification (or regression, `num_classes=1`) on the [CLS] vector.
 
     Args:
@@ -293,7 +242,7 @@ class BertClassifier(EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertSpanLabeler(EncoderModel):
+class BertSpanLabeler(HeadVariants, EncoderModel):
     """Extractive question answering: start and end logits over the sequence.
 
     Args:
@@ -333,7 +282,7 @@ class BertSpanLabeler(EncoderModel):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertTokenClassifier(EncoderModel):
+class BertTokenClassifier(HeadVariants, EncoderModel):
     """Per-token tagging (named-entity recognition).
 
     Args:
