@@ -19,9 +19,8 @@ from absl import flags
 
 import cli
 from cli import training_run
-from tasks import registry
+from tasks.classification import ENTRY as TASK
 
-TASK = registry.load("classification")
 training_run.define_flags(TASK)
 FLAGS = flags.FLAGS
 

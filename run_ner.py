@@ -21,9 +21,8 @@ import cli
 from cli import flags as training_flags
 from cli import training_run
 from common.shared_settings import ScoreOnly
-from tasks import registry
+from tasks.tagging import ENTRY as TASK
 
-TASK = registry.load("tagging")
 training_run.define_flags(TASK)
 training_flags.define_settings(ScoreOnly)
 FLAGS = flags.FLAGS

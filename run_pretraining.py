@@ -16,9 +16,8 @@ from absl import flags
 
 import cli
 from cli import training_run
-from tasks import registry
+from tasks.pretraining import ENTRY as TASK
 
-TASK = registry.load("pretraining")
 training_run.define_flags(TASK, fine_tuning=False)
 FLAGS = flags.FLAGS
 

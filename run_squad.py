@@ -26,10 +26,9 @@ from cli import flags as training_flags
 from cli import training_run
 from common.settings import setting
 from common.shared_settings import ScoreOnly
-from tasks import registry
+from tasks.squad import ENTRY as TASK
 from tasks.squad.config import SquadConfig
 
-TASK = registry.load("squad")
 training_run.define_flags(TASK)
 training_flags.define_settings(ScoreOnly)
 

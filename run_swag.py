@@ -20,9 +20,8 @@ from absl import flags
 
 import cli
 from cli import training_run
-from tasks import registry
+from tasks.multiple_choice import ENTRY as TASK
 
-TASK = registry.load("multiple_choice")
 training_run.define_flags(TASK)
 FLAGS = flags.FLAGS
 

@@ -4,11 +4,11 @@ fine-tuning ones): its flags, its stage check, and the run: `training.runner.run
 
 Pipeline position: a root training script (flags and its own extras) -> here ->
 `training.runner` (or `training.grid`) -> checkpoints, eval results, predictions, a
-SavedModel. The script passes its task's registry entry (`tasks.registry.load`): the
+SavedModel. The script passes its task's registry entry (`tasks.<name>.ENTRY`): the
 command-line layer knows no task. The task's TensorFlow code is imported only once the
 flags have been checked.
 
-    TASK = registry.load("classification")
+    from tasks.classification import ENTRY as TASK
     training_run.define_flags(TASK)
     def main(_):
         training_run.run(TASK, FLAGS)   # the stage check first, then the run

@@ -9,8 +9,30 @@ model's input contract) is read without Keras and TensorFlow, as a serving proce
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from common import quiet
+
+if TYPE_CHECKING:  # for editors and type checkers; at run time, `__getattr__` below
+    from modeling.checkpoint import (
+        CheckpointError,
+        CheckpointReadError,
+        LoadReport,
+        load_checkpoint,
+        save_google_checkpoint,
+        save_tf2_checkpoint,
+    )
+    from modeling.config import BertConfig, BertConfigError
+    from modeling.encoder import BertEncoder
+    from modeling.huggingface import save_huggingface
+    from modeling.models import (
+        BertClassifier,
+        BertPretrainer,
+        BertSpanLabeler,
+        BertTokenClassifier,
+        EncoderModel,
+    )
+    from modeling.pretrained import from_pretrained
 
 quiet.quiet_tensorflow_start()  # when we import TensorFlow: no start-up lines
 
@@ -27,7 +49,12 @@ _HOMES = {
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME_OF)
+__all__ = ["BertClassifier", "BertConfig", "BertConfigError", "BertEncoder",
+           "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "CheckpointError",
+           "CheckpointReadError", "EncoderModel", "LoadReport", "from_pretrained",
+           "load_checkpoint", "save_google_checkpoint", "save_huggingface",
+           "save_tf2_checkpoint"]
+assert __all__ == sorted(_HOME_OF)
 
 
 def __getattr__(name):

@@ -10,20 +10,22 @@ here.
 """
 
 import importlib
+import inspect
 import pkgutil
 
 
 def resolve(reference):
-    """An object, or the object a "module:attribute" string names (imported now)."""
-    if not isinstance(reference, str):
-        return reference
-    module, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    """An object, or what a loader returns: a task names its classes through functions
+    that import them when first read (`lambda: _task().ClassificationTask`, with `_task`
+    importing `tasks.<name>.task`), so that looking a task up imports none of its
+    TensorFlow code, and an editor follows each name to its definition."""
+    return reference() if inspect.isfunction(reference) else reference
 
 
 def lazy_names(package, homes):
     """A package's module `__getattr__` (PEP 562) that imports each of its public names
-    from its home module when first used: `homes` is {module: (name, ...)}."""
+    from its home module when first used: `homes` is {module: (name, ...)}. (The
+    package also imports them under `typing.TYPE_CHECKING`, for editors.)"""
     home_of = {name: module for module, names in homes.items() for name in names}
 
     def __getattr__(name):
@@ -34,27 +36,9 @@ def lazy_names(package, homes):
     return __getattr__
 
 
-class _Entry:
-    """Fields given as objects or as "module:attribute" strings, imported when read: a
-    task declares itself without importing its TensorFlow code, so a process that only
-    serves (`serving.load`, no TensorFlow) can look tasks up too."""
-
-    _LAZY = ()
-
-    def __getattribute__(self, name):
-        value = object.__getattribute__(self, name)
-        if name in object.__getattribute__(self, "_LAZY"):
-            return resolve(value)
-        return value
-
-    def declares(self, name):
-        """Whether the field `name` is given (not None), without importing what it
-        names."""
-        return object.__getattribute__(self, name) is not None
-
-
-class ExportEntry(_Entry):
+class ExportEntry:
     """How a task's model is rebuilt from a checkpoint and exported outside of training.
+    Each field is given as an object or a loader (see `resolve`), read when used.
 
     Attributes:
         options: a frozen dataclass of the settings the export needs beyond the model's
@@ -68,19 +52,26 @@ class ExportEntry(_Entry):
             has none (its model still goes to Hugging Face).
     """
 
-    _LAZY = ("options", "build_model", "save")
-
     def __init__(self, options, build_model, save=None):
-        self.options, self.build_model, self.save = options, build_model, save
+        self._options, self._build_model, self._save = options, build_model, save
+
+    options = property(lambda self: resolve(self._options))
+    build_model = property(lambda self: resolve(self._build_model))
+    save = property(lambda self: resolve(self._save))
+
+    def declares(self, name):
+        """Whether the field `name` is given (not None), without importing it."""
+        return getattr(self, f"_{name}") is not None
 
 
-class TaskEntry(_Entry):
+class TaskEntry:
     """One task.
 
     Attributes:
         name: str. Its one name: its folder's, `Task.name`, `--task_type`'s.
-        task_class: its `training.task.Task` subclass; None for a model that another
-            task trains and this one only answers with (the masked LM: fill-mask).
+        task_class: its `training.task.Task` subclass (an object or a loader, see
+            `resolve`); None for a model that another task trains and this one only
+            answers with (the masked LM: fill-mask).
         config_class: its config (a `training.config.TaskConfig` subclass); None with
             no `task_class`.
         aliases: names older command lines used.
@@ -89,11 +80,12 @@ class TaskEntry(_Entry):
             `serving.saved_model.ServingModule.fast_path`.)
     """
 
-    _LAZY = ("task_class", "config_class")
-
     def __init__(self, name, task_class, config_class, aliases=(), export=None):
         self.name, self.aliases, self.export = name, tuple(aliases), export
-        self.task_class, self.config_class = task_class, config_class
+        self._task_class, self._config_class = task_class, config_class
+
+    task_class = property(lambda self: resolve(self._task_class))
+    config_class = property(lambda self: resolve(self._config_class))
 
 
 _ENTRIES = {}
@@ -126,13 +118,6 @@ def load_all():
         if module.ispkg:
             importlib.import_module(f"tasks.{module.name}")
     return dict(_ENTRIES)
-
-
-def load(name):
-    """The entry of the task whose folder is `tasks/<name>`, imported (it registers
-    itself) without the rest."""
-    importlib.import_module(f"tasks.{name}")
-    return get(name)
 
 
 def entries():

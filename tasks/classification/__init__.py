@@ -8,18 +8,39 @@
   export.py    the SavedModel (raw strings in, labels out)
 """
 
+from typing import TYPE_CHECKING
+
 from tasks import registry
 
-_TASK, _EXPORT = "tasks.classification.task", "tasks.classification.export"
-_CONFIG = "tasks.classification.config"
-registry.register(registry.TaskEntry(
+if TYPE_CHECKING:  # for editors; at run time each name is imported when first used
+    from tasks.classification.config import ClassificationConfig
+    from tasks.classification.task import ClassificationTask
+
+
+def _config():
+    from tasks.classification import config
+    return config
+
+
+def _task():
+    from tasks.classification import task
+    return task
+
+
+def _export():
+    from tasks.classification import export
+    return export
+
+
+ENTRY = registry.register(registry.TaskEntry(
     name="classification", aliases=("classifier",),
-    task_class=f"{_TASK}:ClassificationTask",
-    config_class=f"{_CONFIG}:ClassificationConfig",
-    export=registry.ExportEntry(options=f"{_CONFIG}:ClassificationExportOptions",
-                                build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export")))
+    task_class=lambda: _task().ClassificationTask,
+    config_class=lambda: _config().ClassificationConfig,
+    export=registry.ExportEntry(options=lambda: _config().ClassificationExportOptions,
+                                build_model=lambda: _export().model_for_export,
+                                save=lambda: _export().save_for_export)))
 
 __all__ = ["ClassificationConfig", "ClassificationTask"]
-__getattr__ = registry.lazy_names(__name__, {_CONFIG: ["ClassificationConfig"],
-                                              _TASK: ["ClassificationTask"]})
+__getattr__ = registry.lazy_names(__name__, {
+    "tasks.classification.config": ["ClassificationConfig"],
+    "tasks.classification.task": ["ClassificationTask"]})

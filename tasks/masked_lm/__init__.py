@@ -9,14 +9,30 @@ answers. Trained by pre-training (`tasks.pretraining`); here it is read and serv
   fast_path.py  `serving.load`'s answers of the export without TensorFlow
 """
 
+from typing import TYPE_CHECKING
+
 from tasks import registry
 
-_PREDICT, _EXPORT = "tasks.masked_lm.predict", "tasks.masked_lm.export"
-registry.register(registry.TaskEntry(
+if TYPE_CHECKING:  # for editors; at run time each name is imported when first used
+    from tasks.masked_lm.predict import FillMask, fill_mask
+
+
+def _config():
+    from tasks.masked_lm import config
+    return config
+
+
+def _export():
+    from tasks.masked_lm import export
+    return export
+
+
+ENTRY = registry.register(registry.TaskEntry(
     name="masked_lm", aliases=("fill_mask",), task_class=None, config_class=None,
-    export=registry.ExportEntry(options="tasks.masked_lm.config:MaskedLMExportOptions",
-                                build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export")))
+    export=registry.ExportEntry(options=lambda: _config().MaskedLMExportOptions,
+                                build_model=lambda: _export().model_for_export,
+                                save=lambda: _export().save_for_export)))
 
 __all__ = ["FillMask", "fill_mask"]
-__getattr__ = registry.lazy_names(__name__, {_PREDICT: ["FillMask", "fill_mask"]})
+__getattr__ = registry.lazy_names(__name__, {"tasks.masked_lm.predict": ["FillMask",
+                                                                         "fill_mask"]})

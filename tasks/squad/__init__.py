@@ -8,16 +8,37 @@
   export.py       the SavedModel (question + context in, logits and spans out)
 """
 
+from typing import TYPE_CHECKING
+
 from tasks import registry
 
-_TASK, _EXPORT = "tasks.squad.task", "tasks.squad.export"
-_CONFIG = "tasks.squad.config"
-registry.register(registry.TaskEntry(
-    name="squad", aliases=("span",), task_class=f"{_TASK}:SquadTask",
-    config_class=f"{_CONFIG}:SquadConfig",
-    export=registry.ExportEntry(options=f"{_CONFIG}:SquadExportOptions",
-                                build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export")))
+if TYPE_CHECKING:  # for editors; at run time each name is imported when first used
+    from tasks.squad.config import SquadConfig
+    from tasks.squad.task import SquadTask
+
+
+def _config():
+    from tasks.squad import config
+    return config
+
+
+def _task():
+    from tasks.squad import task
+    return task
+
+
+def _export():
+    from tasks.squad import export
+    return export
+
+
+ENTRY = registry.register(registry.TaskEntry(
+    name="squad", aliases=("span",), task_class=lambda: _task().SquadTask,
+    config_class=lambda: _config().SquadConfig,
+    export=registry.ExportEntry(options=lambda: _config().SquadExportOptions,
+                                build_model=lambda: _export().model_for_export,
+                                save=lambda: _export().save_for_export)))
 
 __all__ = ["SquadConfig", "SquadTask"]
-__getattr__ = registry.lazy_names(__name__, {_CONFIG: ["SquadConfig"], _TASK: ["SquadTask"]})
+__getattr__ = registry.lazy_names(__name__, {"tasks.squad.config": ["SquadConfig"],
+                                              "tasks.squad.task": ["SquadTask"]})

@@ -8,16 +8,37 @@
   export.py    the SavedModel (a sentence in, entities with character offsets out)
 """
 
+from typing import TYPE_CHECKING
+
 from tasks import registry
 
-_TASK, _EXPORT = "tasks.tagging.task", "tasks.tagging.export"
-_CONFIG = "tasks.tagging.config"
-registry.register(registry.TaskEntry(
-    name="tagging", aliases=("tagger", "ner"), task_class=f"{_TASK}:TaggingTask",
-    config_class=f"{_CONFIG}:TaggingConfig",
-    export=registry.ExportEntry(options=f"{_CONFIG}:TaggingExportOptions",
-                                build_model=f"{_EXPORT}:model_for_export",
-                                save=f"{_EXPORT}:save_for_export")))
+if TYPE_CHECKING:  # for editors; at run time each name is imported when first used
+    from tasks.tagging.config import TaggingConfig
+    from tasks.tagging.task import TaggingTask
+
+
+def _config():
+    from tasks.tagging import config
+    return config
+
+
+def _task():
+    from tasks.tagging import task
+    return task
+
+
+def _export():
+    from tasks.tagging import export
+    return export
+
+
+ENTRY = registry.register(registry.TaskEntry(
+    name="tagging", aliases=("tagger", "ner"), task_class=lambda: _task().TaggingTask,
+    config_class=lambda: _config().TaggingConfig,
+    export=registry.ExportEntry(options=lambda: _config().TaggingExportOptions,
+                                build_model=lambda: _export().model_for_export,
+                                save=lambda: _export().save_for_export)))
 
 __all__ = ["TaggingConfig", "TaggingTask"]
-__getattr__ = registry.lazy_names(__name__, {_CONFIG: ["TaggingConfig"], _TASK: ["TaggingTask"]})
+__getattr__ = registry.lazy_names(__name__, {"tasks.tagging.config": ["TaggingConfig"],
+                                              "tasks.tagging.task": ["TaggingTask"]})
