@@ -183,6 +183,8 @@ def main(settings):
     diff = float(np.max(np.abs(hf_probabilities - ours_probabilities)))
     print(f"\nOur fine-tuned checkpoint in transformers: accuracy {hf_accuracy:.4f} "
           f"(ours {float(ours['accuracy']):.4f}), max |probability difference| {diff:.2e}")
+    harness.verdicts([(diff <= 1e-5, f"the export in transformers answers as run_swag.py: "
+                                      f"probabilities within {diff:.1e} (the bar: 1e-5)")])
 
 
 def _our_dev_probabilities(out, data, model_dir, max_seq_length):

@@ -147,6 +147,15 @@ def table(header, rows):
     return "\n".join(lines)
 
 
+def verdicts(checks):
+    """An acceptance run's last lines: each check of `checks` ((passed, what against the
+    bar), ...) as PASS or FAIL; exits with status 1 when one failed."""
+    for passed, text in checks:
+        print(f"{'PASS' if passed else 'FAIL'}  {text}")
+    if not all(passed for passed, _ in checks):
+        sys.exit(1)
+
+
 PROJECT_PACKAGES = ("common", "text", "modeling", "serving", "training", "cli", "data_prep",
                     "tasks")
 
