@@ -10,6 +10,10 @@ is `modeling.huggingface.save_huggingface`. The log goes beside the folder
     python export_huggingface.py --bert_config_file=bert_config.json \
       --init_checkpoint=mrpc_out/best/model.ckpt --vocab_file=vocab.txt --do_lower_case \
       --task_type=classification --labels=0,1 --output_dir=mrpc_hf
+
+A checkpoint of a fine-tuning run needs no --task_type, --labels or --vocab_file: the run
+recorded them (`output_dir/export_settings.json`); a flag given wins (--task_type=encoder
+writes its encoder alone).
 """
 
 import dataclasses
@@ -18,11 +22,17 @@ from typing import Optional
 from absl import flags, logging
 
 import cli
-from cli.flags import config_from_flags, configs_from_flags, define_settings
+from cli.flags import (
+    config_from_flags,
+    configs_from_flags,
+    define_settings,
+    fill_from_record,
+)
 from common import file_io
 from common.settings import setting
 from common.shared_settings import VOCAB_FILE_HELP, ModelVocabulary, WeightedModelFiles
 from tasks import registry
+from training import export_record
 
 TASKS = registry.load_all()
 
@@ -48,6 +58,9 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    if FLAGS.init_checkpoint:  # the settings its training run recorded, for flags not given
+        source, record = export_record.read_for_checkpoint(FLAGS.init_checkpoint)
+        fill_from_record(FLAGS, record, source)
     configs_from_flags(FLAGS, HuggingFaceExportSettings)  # required settings given, values checked
     import modeling
     from modeling.huggingface import architecture, save_huggingface

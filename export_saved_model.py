@@ -14,6 +14,13 @@ in-graph tokenization) and `serving_ids` (token ids, core ops only); see
       --bert_config_file=bert_config.json --init_checkpoint=mrpc_out/best/model.ckpt \
       --vocab_file=vocab.txt --do_lower_case --max_seq_length=128 --labels=0,1 --pair \
       --export_dir=mrpc_model
+
+A checkpoint of a fine-tuning run (`output_dir/ckpt-N`, `output_dir/best/model.ckpt`) needs
+only its files: the run recorded the rest (task, labels, pair, long-text reading,
+vocabulary, casing, length) in `output_dir/export_settings.json`; a flag given wins.
+
+    python export_saved_model.py --bert_config_file=bert_config.json \
+      --init_checkpoint=mrpc_out/best/model.ckpt --export_dir=mrpc_model
 """
 
 import dataclasses
@@ -21,11 +28,17 @@ import dataclasses
 from absl import flags, logging
 
 import cli
-from cli.flags import config_from_flags, configs_from_flags, define_settings
+from cli.flags import (
+    config_from_flags,
+    configs_from_flags,
+    define_settings,
+    fill_from_record,
+)
 from common import file_io
 from common.settings import setting
 from common.shared_settings import ModelVocabulary, SequenceLength, WeightedModelFiles
 from tasks import registry
+from training import export_record
 
 # Built in, beside the tasks: the TF Hub-style encoder and its preprocessor.
 HUB_TYPES = ("encoder", "preprocessor")
@@ -71,6 +84,9 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+    if FLAGS.init_checkpoint:  # the settings its training run recorded, for flags not given
+        source, record = export_record.read_for_checkpoint(FLAGS.init_checkpoint)
+        fill_from_record(FLAGS, record, source)
     settings, = configs_from_flags(FLAGS, ExportSettings if FLAGS.task_type == "preprocessor"
                                    else ModelExportSettings)
     import modeling

@@ -204,6 +204,28 @@ def configs_from_flags(flag_values, *config_classes):
     return tuple(build(c, 0) for c in config_classes)
 
 
+def fill_from_record(flag_values, values, source):
+    """Gives every flag not on the command line its value in `values` (a training run's
+    record, `training.export_record`, read from the file `source`); a flag given that
+    differs from the record wins, with a warning naming both. Returns the names filled."""
+    from absl import logging
+
+    filled = []
+    for name, value in values.items():
+        if name not in flag_values or value is None:
+            continue
+        flag = flag_values[name]
+        given = list(flag.value) if isinstance(flag.value, tuple) else flag.value
+        if not flag.present:
+            flag.value = value
+            filled.append(name)
+        elif given != value:
+            logging.warning("--%s=%s given; the run recorded %s in %s: using the given "
+                            "value.", name, flag.serialize().split("=", 1)[-1], value,
+                            source)
+    return filled
+
+
 def config_from_flags(flag_values, config_class, **overrides):
     """An instance of the dataclass `config_class` whose fields take the values of the
     flags of the same names (lists become tuples; a field no flag defines keeps its

@@ -163,12 +163,17 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
     np.testing.assert_allclose(reloaded["text"], probabilities, atol=2e-5)
     np.testing.assert_allclose(reloaded["ids"], probabilities, atol=2e-5)
     assert reloaded["labels"] == [["0", "1"][i] for i in probabilities.argmax(1)]
-    # The standalone exporter, from the final training checkpoint: the same model.
+    # The standalone exporter, from the final training checkpoint: the same model, with
+    # the labels, layout, vocabulary and length the run recorded (no flags for them).
+    recorded = json.loads((out / "export_settings.json").read_text())
+    assert recorded["labels"] == ["0", "1"] and recorded["pair"] is False
+    assert recorded["task_type"] == "classification" and recorded["max_seq_length"] == 16
     again = tmp_path / "export_again"
     _run([sys.executable, os.path.join(ROOT, "export_saved_model.py"),
           f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
-          f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
-          "--max_seq_length=16", "--labels=0,1", f"--export_dir={again}", "--tflite"])
+          f"--init_checkpoint={out / 'ckpt-60'}", f"--export_dir={again}", "--tflite"])
+    served = json.loads((again / "serving.json").read_text())
+    assert served["labels"] == ["0", "1"] and served["max_seq_length"] == 16
     reloaded = json.loads(_run([sys.executable, "-c", RELOAD, again, json.dumps(toy["test"]),
                                 json.dumps({k: v.tolist() for k, v in features.items()})]
                                ).stdout.strip().splitlines()[-1])
@@ -179,10 +184,11 @@ def test_fine_tune_evaluate_predict_export(toy, tmp_path):
                           if k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(lite["probabilities"], probabilities, atol=1e-4)
     hf_dir = tmp_path / "hf"
-    _run([sys.executable, os.path.join(ROOT, "export_huggingface.py"), "--task_type=classification",
+    _run([sys.executable, os.path.join(ROOT, "export_huggingface.py"),
           f"--bert_config_file={toy['folder'] / 'bert_config.json'}",
-          f"--init_checkpoint={out / 'ckpt-60'}", f"--vocab_file={toy['folder'] / 'vocab.txt'}",
-          "--labels=0,1", f"--output_dir={hf_dir}"])
+          f"--init_checkpoint={out / 'best' / 'model.ckpt'}", f"--output_dir={hf_dir}"])
+    assert json.loads((hf_dir / "config.json").read_text())["id2label"] == \
+        {"0": "0", "1": "1"}
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     hf = transformers.BertForSequenceClassification.from_pretrained(str(hf_dir)).eval()

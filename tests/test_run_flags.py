@@ -1,7 +1,11 @@
 """training.run_flags: the flags kept beside the checkpoints, and the warning on resuming
 with other ones."""
 
+import dataclasses
 import json
+from unittest import mock
+
+import pytest
 
 from training import run_flags
 
@@ -112,3 +116,41 @@ def test_a_required_config_field_names_its_flag():
     fv(["prog"])
     with pytest.raises(app.UsageError, match="--output_dir is required"):
         config_from_flags(fv, TrainerConfig)
+
+
+def test_the_export_record_fills_the_flags_not_given(tmp_path):
+    """export_settings.json of a run supplies the export flags left out; a flag given
+    wins, and the difference is said."""
+    from absl import flags
+
+    from cli.flags import config_from_flags, define_settings, fill_from_record
+    from tasks.classification.config import ClassificationExportOptions
+    from training import export_record
+    options = ClassificationExportOptions(labels=("neg", "pos"), pair=True,
+                                          long_document="windows", doc_stride=32)
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    export_record.write(str(run), export_record.values_of(
+        "classification", options, "vocab.txt", False, 64))
+    # Found beside a training checkpoint and one folder up from best/'s.
+    for checkpoint in (run / "ckpt-3", run / "best" / "model.ckpt"):
+        path, values = export_record.read_for_checkpoint(str(checkpoint))
+        assert path == str(run / export_record.FILE_NAME)
+    assert export_record.read_for_checkpoint(str(tmp_path / "ckpt-1")) == (None, {})
+    fv = flags.FlagValues()
+    define_settings(ClassificationExportOptions, flag_values=fv)
+    flags.DEFINE_integer("max_seq_length", 128, "", flag_values=fv)
+    fv(["prog", "--doc_stride=16"])
+    logged = []
+    with mock.patch("absl.logging.warning", lambda *a: logged.append(a[0] % a[1:])):
+        filled = fill_from_record(fv, values, path)
+    assert "doc_stride" not in filled and "max_seq_length" in filled
+    rebuilt = config_from_flags(fv, ClassificationExportOptions)
+    assert rebuilt == dataclasses.replace(options, doc_stride=16)
+    assert fv.max_seq_length == 64
+    assert logged == [f"--doc_stride=16 given; the run recorded 32 in {path}: using the "
+                      f"given value."]
+    # A record that cannot be read is named, with the fix.
+    (run / export_record.FILE_NAME).write_text("{not json")
+    with pytest.raises(ValueError, match="export_settings.json: unreadable .* delete it"):
+        export_record.read_for_checkpoint(str(run / "ckpt-3"))

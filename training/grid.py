@@ -74,6 +74,7 @@ def run(task_class, task_config, trainer, runtime, axes, *, do_train=False, do_e
     with RunLock(output_dir):
         task = task_class(task_config)
         task.prepare(output_dir, do_train=True, do_eval=True)  # once for every combination
+        runner.record_export_settings(task, output_dir)  # for best/'s export
         rows = []
         combinations = [dict(zip(axes, v)) for v in itertools.product(*axes.values())]
         for number, values in enumerate(combinations, start=1):

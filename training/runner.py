@@ -50,6 +50,7 @@ from training import (
     best_checkpoint,
     checkpointing,
     distribution,
+    export_record,
     loop,
     metrics_log,
     run_flags,
@@ -351,6 +352,16 @@ def _warn_if_from_random_weights(task, output_dir):
         "bert_model.ckpt) unless a model from scratch is what you want.")
 
 
+def record_export_settings(task, output_dir):
+    """Writes what an export of this run's checkpoints needs beyond the weights
+    (`training.export_record`), once the task has read its data."""
+    c = task.config
+    if not isinstance(c, FineTuningConfig):
+        return  # a pre-training run exports checkpoints, not a served model
+    export_record.write(output_dir, export_record.values_of(
+        task.name, task.export_options(), c.vocab_file, c.do_lower_case, c.max_seq_length))
+
+
 def _check_int8(task, export_dir):
     """int8 against float32 TF Lite on the task's dev requests (`int8_check.json`)."""
     requests = task.serving_requests()
@@ -377,6 +388,8 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
                                      dict(inputs, output_dir=output_dir))
     if export_dir and task.export_takes_text:  # fail now, not after training
         require_text(f"--export_dir={export_dir} (a SavedModel that takes raw text)")
+    if do_train and distribution.is_chief(strategy):
+        record_export_settings(task, output_dir)
     model, restored = restore_model(task, bert_config, strategy, output_dir,
                                     restore_latest=not do_train)
     if do_train:

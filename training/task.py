@@ -116,6 +116,12 @@ class Task:
         """Writes the task's export; with `tflite_quantize` also `model_int8.tflite`."""
         raise NotImplementedError(f"{type(self).__name__} has no export.")
 
+    def export_options(self):
+        """What the export needs beyond the weights (the task's export options, known
+        once `prepare` has read the data), recorded beside the checkpoints for the export
+        scripts (`training.export_record`); None when the task needs none."""
+        return None
+
     def serving_requests(self):
         """The dev set as requests to the export (rows as `serving.load` takes them), to
         compare its int8 and float32 TF Lite answers; None when the task has none."""

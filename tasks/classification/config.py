@@ -21,7 +21,48 @@ THRESHOLD = (lambda t: 0 < t < 1, "above 0 and below 1")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationConfig(FineTuningConfig, HeadConfig):
+class ClassifierOutputs:
+    """What a classifier answers and how it reads a long text: declared once, for
+    fine-tuning (flags of `run_classifier.py`) and for the export (flags of the export
+    scripts, which read them from the training run's record, `training.export_record`)."""
+    labels: Optional[tuple] = setting(
+        None, help="The label list, in the model's order (e.g. 0,1 or "
+        "contradiction,entailment,neutral). Fine-tuning a generic task: default read from "
+        "the training data. Exporting: default the training run's (for a tagger, "
+        "run_ner.py's label_list.txt, also accepted as --labels_file).")
+    regression: bool = setting(False, help="The label is a number: one score instead of "
+                               "labels (generic task).")
+    multi_label: bool = setting(
+        False, recorded=True, help="Each example has any number of labels (none included; "
+        "generic task): a list in JSON lines, labels joined by --label_separator in "
+        "TSV/CSV. A sigmoid per label with binary cross-entropy; eval_results.txt has "
+        "micro_f1, macro_f1 and exact_match.")
+    multi_label_threshold: float = setting(
+        0.5, help="--multi_label: a label is predicted when its probability is at least "
+        "this.")
+    long_document: str = setting(
+        "truncate", choices=LONG_DOCUMENT, recorded=True,
+        help="A text longer than --max_seq_length: truncate (the original), head_tail "
+        "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or windows "
+        "(every window, --doc_stride pieces apart; trained on each with the document's "
+        "label, scored by the mean of the windows' logits). For pairs, text_b is kept "
+        "whole and text_a is the long one.")
+    doc_stride: Optional[int] = setting(
+        None, recorded=True, help="--long_document=windows: pieces between window starts "
+        "(default half a window).")
+
+    def __post_init__(self):
+        check(self, {"long_document": (lambda m: m in LONG_DOCUMENT,
+                                       f"one of {list(LONG_DOCUMENT)}"),
+                     "doc_stride": (lambda s: s >= 1, "at least 1"),
+                     "multi_label_threshold": THRESHOLD})
+        if self.multi_label and self.regression:
+            raise ValueError("--multi_label and --regression: an example has labels or a "
+                             "score, not both.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassificationConfig(FineTuningConfig, HeadConfig, ClassifierOutputs):
     """The classification task's settings (the fields of `FineTuningConfig`, and these)."""
     task_name: str = setting(
         recorded=True, help="CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, XNLI, "
@@ -42,78 +83,31 @@ class ClassificationConfig(FineTuningConfig, HeadConfig):
         None, help="generic task: column of each example's id, which names it in "
         "test_predictions.tsv (default: a column named id where there is one, else the "
         "example's line in its file).")
-    labels: Optional[tuple] = setting(
-        None, help="generic task: the label list (default: read from the training "
-        "data).")
-    regression: bool = setting(False, help="generic task: the label is a number.")
-    multi_label: bool = setting(
-        False, recorded=True, help="generic task: each example has any number of labels "
-        "(none included): a list in JSON lines, labels joined by --label_separator in "
-        "TSV/CSV. A sigmoid per label with binary cross-entropy; eval_results.txt has "
-        "micro_f1, macro_f1 and exact_match.")
     label_separator: str = setting(",", help="--multi_label, TSV/CSV files: what separates "
                                    "an example's labels in its label column.")
-    multi_label_threshold: float = setting(
-        0.5, help="--multi_label: a label is predicted when its probability is at least "
-        "this.")
-    long_document: str = setting(
-        "truncate", choices=LONG_DOCUMENT, recorded=True,
-        help="A text longer than --max_seq_length: truncate (the original), head_tail "
-        "(its first and last pieces, Sun et al. 2019: 128 + 382 of 510) or windows "
-        "(every window, --doc_stride pieces apart; trained on each with the document's "
-        "label, scored by the mean of the windows' logits). For pairs, text_b is kept "
-        "whole and text_a is the long one.")
-    doc_stride: Optional[int] = setting(
-        None, recorded=True, help="--long_document=windows: pieces between window starts "
-        "(default half a window).")
     bucket_by_length: bool = setting(
         False, recorded=True, help="Training batches of sequences of similar length (less "
         "padding, faster; as Hugging Face's group_by_length). Every batch is padded only "
         "to its own longest sequence either way.")
 
     def __post_init__(self):
-        super().__post_init__()
+        FineTuningConfig.__post_init__(self)
+        ClassifierOutputs.__post_init__(self)
         check(self, {"dropout_rate": (lambda p: 0 <= p < 1, "in [0, 1)"),
-                     "long_document": (lambda m: m in LONG_DOCUMENT,
-                                       f"one of {list(LONG_DOCUMENT)}"),
-                     "doc_stride": (lambda s: s >= 1, "at least 1"),
                      "tokenizer": (lambda t: t in TOKENIZERS,
-                                   f"one of {list(TOKENIZERS)}"),
-                     "multi_label_threshold": THRESHOLD})
+                                   f"one of {list(TOKENIZERS)}")})
         if self.multi_label and (self.task_name or "").lower() != "generic":
             raise ValueError(f"--multi_label is for your own files (--task_name=generic), "
                              f"not {self.task_name}.")
-        if self.multi_label and self.regression:
-            raise ValueError("--multi_label and --regression: an example has labels or a "
-                             "score, not both.")
         if self.multi_label and not self.label_separator:
             raise ValueError("--label_separator is empty: give the text between labels.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationExportOptions(HeadConfig):
-    """What `export_saved_model.py` needs to rebuild a classifier beyond its checkpoint."""
-    labels: Optional[tuple] = setting(
-        None, help="The label list, in training order (e.g. 0,1 or "
-        "contradiction,entailment,neutral; for a tagger, run_ner.py's label_list.txt, also "
-        "accepted as --labels_file).")
+class ClassificationExportOptions(HeadConfig, ClassifierOutputs):
+    """What `export_saved_model.py` needs to rebuild a classifier beyond its checkpoint;
+    a fine-tuning run records them (`ClassificationTask.export_options`)."""
     labels_file: Optional[str] = setting(
         None, help="A file with one label per line (run_ner.py writes "
         "output_dir/label_list.txt).")
-    regression: bool = setting(False, help="Classifier: one score instead of labels.")
-    multi_label: bool = setting(False, help="Classifier: any number of labels per text (a "
-                                "sigmoid per label; run_classifier.py --multi_label).")
-    multi_label_threshold: float = setting(
-        0.5, help="Classifier, --multi_label: the probability from which a label is "
-        "predicted.")
     pair: bool = setting(False, help="Classifier: the raw-text signature also takes text_b.")
-    long_document: str = setting(
-        "truncate", choices=LONG_DOCUMENT, help="Classifier: how the raw-text signature "
-        "reads a long text, as the model was fine-tuned (run_classifier.py "
-        "--long_document).")
-    doc_stride: Optional[int] = setting(
-        None, help="Classifier, --long_document=windows: pieces between window starts "
-        "(default half a window).")
-
-    def __post_init__(self):
-        check(self, {"multi_label_threshold": THRESHOLD})

@@ -23,7 +23,8 @@ from common import tables
 from common.scores import mean_over_windows, sigmoid, softmax
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics, submission
-from tasks.classification.export import export_classification
+from tasks.classification.config import ClassificationExportOptions
+from tasks.classification.export import save_for_export
 from training import loop
 from training.task import (
     Task,
@@ -237,13 +238,17 @@ class ClassificationTask(Task):
         return [(e.text_a, e.text_b or "") if self.pair else e.text_a
                 for e in self.processor.get_examples("dev")]
 
+    def export_options(self):
+        c = self.config
+        return ClassificationExportOptions(
+            labels=None if self.regression else tuple(self.label_list),
+            regression=self.regression, multi_label=self.multi_label,
+            multi_label_threshold=c.multi_label_threshold, pair=self.pair,
+            long_document=c.long_document, doc_stride=c.doc_stride, **c.head_kwargs())
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
-        export_classification(model, export_dir, c.vocab_file, c.do_lower_case,
-                              c.max_seq_length, self.label_list, self.regression,
-                              pair=self.pair, long_document=c.long_document,
-                              doc_stride=c.doc_stride, tflite_quantize=tflite_quantize,
-                              multi_label=self.multi_label,
-                              threshold=c.multi_label_threshold)
+        save_for_export(model, export_dir, self.export_options(), c.vocab_file,
+                        c.do_lower_case, c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "
                      "serving_ids: token ids).", export_dir)

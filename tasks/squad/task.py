@@ -20,7 +20,8 @@ from absl import logging
 
 from modeling import BertSpanLabeler
 from tasks.squad import data, metrics
-from tasks.squad.export import export_squad
+from tasks.squad.config import SquadExportOptions
+from tasks.squad.export import save_for_export
 from tasks.squad.predictions import at_threshold as predictions_at_threshold
 from tasks.squad.predictions import compute_predictions
 from text.tokenization import FullTokenizer
@@ -205,10 +206,11 @@ class SquadTask(Task):
             return None
         return [(e.question_text, " ".join(e.doc_tokens)) for e in self.predict_examples]
 
+    def export_options(self):
+        return SquadExportOptions(**self.config.reading(), **self.config.head_kwargs())
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
-        reading = c.reading()
-        export_squad(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
-                     reading.pop("max_query_length"), tflite_quantize=tflite_quantize,
-                     **reading)
+        save_for_export(model, export_dir, self.export_options(), c.vocab_file,
+                        c.do_lower_case, c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s.", export_dir)

@@ -19,7 +19,8 @@ from absl import logging
 from common import file_io, tables
 from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
-from tasks.tagging.export import export_tagging
+from tasks.tagging.config import TaggingExportOptions
+from tasks.tagging.export import save_for_export
 from text.tokenization import FullTokenizer
 from training import loop
 from training.task import (
@@ -167,9 +168,13 @@ class TaggingTask(Task):
         """The dev sentences as texts, their words joined by spaces."""
         return [" ".join(s.words) for s in self.dev[1]] if self.dev else None
 
+    def export_options(self):
+        return TaggingExportOptions(labels=tuple(self.label_list),
+                                    **self.config.head_kwargs())
+
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
-        export_tagging(model, export_dir, c.vocab_file, c.do_lower_case, c.max_seq_length,
-                       self.label_list, tflite_quantize=tflite_quantize)
+        save_for_export(model, export_dir, self.export_options(), c.vocab_file,
+                        c.do_lower_case, c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (serving_default: a sentence -> entities "
                      "with character offsets; serving_ids: token ids).", export_dir)
