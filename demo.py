@@ -101,8 +101,8 @@ def compare_tokenizers(vocab_file, lines):
 
 def write_records(out, vocab_file, tokenizer):
     from data_prep import fast_pretraining, pretraining_records
-    from data_prep.inspect_tfrecord import render
     from data_prep.pretraining_instances import InstanceParams
+    from data_prep.record_inspection import render
     stage(3, "Pre-training TFRecords")
     records_file = os.path.join(out, "pretraining.tfrecord")
     params = InstanceParams(max_seq_length=64, max_predictions_per_seq=10)

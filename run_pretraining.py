@@ -1,6 +1,6 @@
 """Pre-train BERT: masked LM + next sentence prediction on create_pretraining_data's TFRecords.
 
-Pipeline position: TFRecords (data_prep.create_pretraining_data) -> here -> a checkpoint
+Pipeline position: TFRecords (create_pretraining_data.py) -> here -> a checkpoint
 for the fine-tuning scripts (`output_dir/export/bert_model.ckpt` + `bert_config.json`).
 Same flags as the original `run_pretraining.py`, plus distribution, precision, gradient
 accumulation and optimizer choices (see --helpfull). Rerunning a command resumes it.

@@ -1,6 +1,6 @@
 """Check: `extract_wikipedia` on real dumps of several languages, as a user runs it.
 
-For each dump it runs `python -m data_prep.extract_wikipedia` (the documented command) into
+For each dump it runs `python extract_wikipedia.py` (the documented command) into
 a temporary folder and reads the documents back:
   pages, articles written, sentences (lines);
   lines still holding markup, by kind: a namespace prefix (the dump's own names from its
@@ -72,7 +72,7 @@ def markup_kinds(names):
 def check(language, path, workers):
     out = tempfile.mkdtemp(prefix=f"wiki-{language}-")
     result = subprocess.run(
-        [sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={path}",
+        [sys.executable, os.path.join(ROOT, "extract_wikipedia.py"), f"--input_file={path}",
          f"--output_dir={out}/docs", "--num_output_files=1", f"--num_workers={workers}"],
         cwd=ROOT, capture_output=True, text=True)
     if result.returncode:

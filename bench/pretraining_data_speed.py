@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def wikitext_documents(path):
-    """WikiText-2 (tokenized release) as documents: `data_prep.extract_wikitext`'s
+    """WikiText-2 (tokenized release) as documents: `extract_wikitext.py`'s
     articles, as one string."""
     from data_prep.wikitext_dataset import articles
     with open(path, encoding="utf-8") as f:
@@ -48,7 +48,7 @@ def build_corpus(shared_dir, workdir, target_mb):
     dump = os.path.join(shared_dir, "wiki",
                         "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
     wiki_dir = os.path.join(workdir, "wiki")
-    subprocess.run([sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    subprocess.run([sys.executable, os.path.join(ROOT, "extract_wikipedia.py"), f"--input_file={dump}",
                     f"--output_dir={wiki_dir}", "--num_output_files=1"], cwd=ROOT, check=True,
                    capture_output=True)
     parts.append(open(os.path.join(wiki_dir, "wiki-00000-of-00001.txt"), encoding="utf-8").read())
@@ -62,7 +62,7 @@ def build_corpus(shared_dir, workdir, target_mb):
 
 def build_vocab(corpus, workdir):
     vocab = os.path.join(workdir, "vocab.txt")
-    subprocess.run([sys.executable, "-m", "data_prep.build_vocab", f"--input_file={corpus}",
+    subprocess.run([sys.executable, os.path.join(ROOT, "build_vocab.py"), f"--input_file={corpus}",
                     f"--output_file={vocab}", "--vocab_size=30522", "--lower_thresh=5"],
                    cwd=ROOT, check=True, capture_output=True)
     return vocab
@@ -142,7 +142,7 @@ def main(settings):
         flags_ = [f"--input_file={corpus}", f"--vocab_file={vocab}", "--do_lower_case=True",
                   "--dupe_factor=10", "--max_seq_length=128", "--max_predictions_per_seq=20",
                   "--masked_lm_prob=0.15", "--short_seq_prob=0.1", "--random_seed=12345"]
-        ours = ["-m", "data_prep.create_pretraining_data"]
+        ours = [os.path.join(ROOT, "create_pretraining_data.py")]
         configs = [("baseline: Google's create_pretraining_data.py",
                     ["-m", "bert.create_pretraining_data"], 1, original_script(workdir)),
                    ("original, Python tokenizer", ours + ["--mode=original",

@@ -38,7 +38,7 @@ def wikitext2(shared_dir):
 
 
 def jawiki(shared_dir):
-    from data_prep.extract_wikipedia import iter_articles
+    from data_prep.wikipedia_dump import iter_articles
     from data_prep.wikitext_cleaning import article_sentences
 
     stats = {"pages": 0, "redirects": 0, "other_namespaces": 0, "dbname": ""}

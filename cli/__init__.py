@@ -6,7 +6,7 @@
                   is given
 
 Pipeline position: the top of every script (`run_*.py`, `export_*.py`,
-`extract_features.py`, `demo.py`, the `data_prep` tools). Importing it quiets
+`extract_features.py`, `demo.py`, the data tools). Importing it quiets
 TensorFlow's start-up (`common.quiet`), so scripts import it before anything that imports
 TensorFlow.
 """

@@ -2,7 +2,7 @@
 `create_pretraining_data.py` algorithm, random call for random call.
 
 Pipeline position: text -> (tokenize) -> **instances** -> TFRecords -> run_pretraining.py.
-`--mode=original` of `data_prep.create_pretraining_data` uses this module; with the same
+`--mode=original` of `create_pretraining_data.py` uses this module; with the same
 input, seed and flags its instances are identical to the original's, because every random
 draw is made from one `random.Random` in the original's order:
 

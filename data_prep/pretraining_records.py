@@ -1,7 +1,7 @@
 """The pre-training TFRecord format: the original's features, writing and reading.
 
-Pipeline position: written by `data_prep.create_pretraining_data`, read by
-`run_pretraining.py` and `data_prep.inspect_tfrecord`. Readable by the original Google code.
+Pipeline position: written by `create_pretraining_data.py`, read by
+`run_pretraining.py` and `inspect_tfrecord.py`. Readable by the original Google code.
 
 Features of each `tf.train.Example` (zero-padded):
   input_ids, input_mask, segment_ids     int64 x max_seq_length
@@ -185,4 +185,4 @@ def _examples(path):
     except tf.errors.OpError as e:
         raise ValueError(f"{path}: not a readable TFRecord file, or damaged "
                          f"({op_error_text(e)}). "
-                         f"Recreate it with data_prep.create_pretraining_data.") from None
+                         f"Recreate it with create_pretraining_data.py.") from None

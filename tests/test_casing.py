@@ -40,7 +40,7 @@ def test_build_vocab_warns_once_and_not_when_cased(tmp_path):
 
     def build(*flags):
         return warm_processes.run(
-            ["-m", "data_prep.build_vocab", f"--input_file={corpus}",
+            ["build_vocab.py", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=300", *flags],
             cwd=ROOT)
     uncased = build()
@@ -69,13 +69,13 @@ def test_japanese_from_text_to_instances_keeps_its_letters_when_cased(tmp_path):
     corpus = tmp_path / "ja.txt"
     corpus.write_text("\n\n".join("\n".join(d) for d in JAPANESE) + "\n", encoding="utf-8")
     vocab, records = tmp_path / "vocab.txt", tmp_path / "ja.tfrecord"
-    for command in (["data_prep.build_vocab", f"--input_file={corpus}",
+    for command in (["build_vocab.py", f"--input_file={corpus}",
                      f"--output_file={vocab}", "--vocab_size=400", "--do_lower_case=False"],
-                    ["data_prep.create_pretraining_data", f"--input_file={corpus}",
+                    ["create_pretraining_data.py", f"--input_file={corpus}",
                      f"--output_file={records}", f"--vocab_file={vocab}",
                      "--do_lower_case=False", "--max_seq_length=64",
                      "--max_predictions_per_seq=8", "--dupe_factor=2", "--num_workers=1"]):
-        result = warm_processes.run(["-m", *command], cwd=ROOT)
+        result = warm_processes.run(command, cwd=ROOT)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "changes the letters" not in result.stderr
     inverse = {i: t for t, i in load_vocab(str(vocab)).items()}

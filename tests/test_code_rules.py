@@ -53,6 +53,20 @@ def test_the_lab_runs_as_modules_without_editing_sys_path():
                     assert not re.search(r"sys\.path\s*(\.\w|\[|\+?=)", f.read()), name
 
 
+def test_no_product_module_edits_sys_path():
+    """The product's packages are libraries: the tools that run by their path are the
+    scripts at the root, which find the packages beside them as they are (a data_prep
+    tool that was both library and script once put the root on sys.path itself)."""
+    for folder, _, names in (walked for package in PACKAGES
+                             for walked in os.walk(os.path.join(ROOT, package))):
+        for name in names:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    text = f.read()
+                assert not re.search(r"sys\.path\s*(\.\w|\[|\+?=)", text), name
+                assert "__main__" not in text, name
+
+
 def test_the_layers_import_one_way():
     result = _contract(ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

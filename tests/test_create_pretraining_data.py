@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from absl import flags
 
-from data_prep import create_pretraining_data as cli
+import create_pretraining_data as cli
 from data_prep import pretraining_records as records
 from tests import warm_processes
 

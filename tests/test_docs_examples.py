@@ -99,7 +99,7 @@ def test_python_example_runs(where, workspace, monkeypatch):
 
 
 def _commands():
-    """(where, script or module, argv) of every command of the project's own scripts."""
+    """(where, script, argv) of every command of the project's own scripts."""
     for where, block in SHELL_BLOCKS.items():
         text = re.sub(r"\\\n", " ", block)
         for line in text.splitlines():
@@ -108,21 +108,16 @@ def _commands():
                 words = shlex.split(part, comments=True) if part else []
                 if not words or not re.match(r"^(\S*/)?python3?$", words[0]):
                     continue
-                if words[1] == "-m" and words[2].startswith("data_prep."):
-                    yield where, words[2], words[3:]
-                elif words[1].endswith(".py") and not words[1].startswith("bench/"):
+                if words[1].endswith(".py") and not words[1].startswith("bench/"):
                     yield where, words[1], words[2:]
 
 
 COMMANDS = list(_commands())
 CHECK = """
-import importlib, json, runpy, sys
+import json, runpy, sys
 from absl import flags
 target, commands = sys.argv[1], json.loads(sys.argv[2])
-if target.endswith(".py"):
-    runpy.run_path(target, run_name="docs_check")
-else:
-    importlib.import_module(target)
+runpy.run_path(target, run_name="docs_check")
 failed = []
 for where, argv in commands:
     flags.FLAGS.unparse_flags()
@@ -150,5 +145,5 @@ def test_every_shell_command_was_checked_or_is_set_up():
     """No command of the docs escapes the check above but set-up and bench lines."""
     assert len(COMMANDS) >= 25
     scripts = {target for _, target, _ in COMMANDS}
-    assert {"run_pretraining.py", "run_classifier.py", "data_prep.create_pretraining_data",
+    assert {"run_pretraining.py", "run_classifier.py", "create_pretraining_data.py",
             "export_saved_model.py"} <= scripts

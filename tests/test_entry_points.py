@@ -15,11 +15,9 @@ import pytest
 from tests import warm_processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = sorted(
-    [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "*.py"))] +
-    [f"data_prep/{name}.py" for name in ("extract_wikipedia", "extract_bookcorpus",
-                                         "extract_wikitext", "build_vocab",
-                                         "create_pretraining_data", "inspect_tfrecord")])
+# Every tool is a script at the root (the data tools too), importing from the packages
+# beside it with no sys.path edit.
+SCRIPTS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "*.py")))
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +87,10 @@ PARSE_CASES = {
         "error: --vocab_file and --export_dir are required (see --helpfull)."),
     ("pretrain_from_text.py", "no flags"): (
         [], "error: --input_text and --output_dir are required (see --helpfull)."),
-    ("data_prep/create_pretraining_data.py", "no flags"): (
+    ("create_pretraining_data.py", "no flags"): (
         [], "error: --vocab_file, --input_file and --output_file are required "
             "(see --helpfull)."),
-    ("data_prep/build_vocab.py", "misspelt"): (
+    ("build_vocab.py", "misspelt"): (
         ["--vocab_sise=8"],
         "error: unknown flag --vocab_sise; did you mean --vocab_size? (see --helpfull)."),
     ("run_classifier.py", "no stage"): (
@@ -191,7 +189,7 @@ def test_a_wrong_flag_is_answered_before_tensorflow_is_imported(script, tmp_path
 REFUSED = {  # a flag value refused by the run itself (after its log was opened)
     "run_classifier.py": ["--task_name=nope", "--data_dir=.", "--vocab_file=v.txt",
                           "--bert_config_file=c.json", "--do_train"],
-    "data_prep/extract_wikitext.py": ["--input_file=in.txt", "--language=english"],
+    "extract_wikitext.py": ["--input_file=in.txt", "--language=english"],
 }
 
 

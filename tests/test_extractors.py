@@ -120,7 +120,7 @@ def test_extract_wikipedia_reads_the_namespaces_of_the_dump(tmp_path):
     dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(text))], "jawiki",
                                         namespaces).encode("utf-8")))
     result = warm_processes.run(
-        ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+        ["extract_wikipedia.py", f"--input_file={dump}",
          f"--output_dir={tmp_path / 'docs'}", "--num_output_files=1", "--num_workers=1"],
         cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -151,7 +151,7 @@ def test_extract_wikipedia_end_to_end(tmp_path):
     dump.write_bytes(bz2.compress(_dump(pages).encode("utf-8")))
     out = tmp_path / "docs"
     result = warm_processes.run(
-        ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+        ["extract_wikipedia.py", f"--input_file={dump}",
          f"--output_dir={out}", "--num_output_files=1", "--num_workers=2"],
         cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -174,7 +174,7 @@ def test_extract_wikipedia_with_no_prose_and_more_files_than_articles(tmp_path):
     dump = tmp_path / "enwiki-pages-articles.xml.bz2"
     dump.write_bytes(bz2.compress(_dump([("A", "0", False, escape(
         "A short stub.\n[[Category:Stubs]]"))]).encode("utf-8")))
-    command = ["-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    command = ["extract_wikipedia.py", f"--input_file={dump}",
                f"--output_dir={tmp_path / 'docs'}", "--num_output_files=3",
                "--num_workers=1"]
     result = warm_processes.run(command, cwd=ROOT)
@@ -194,7 +194,7 @@ def test_extract_wikipedia_bad_dump(tmp_path):
     bad = tmp_path / "bad.xml.bz2"
     bad.write_bytes(b"this is not bz2")
     result = warm_processes.run(
-        ["-m", "data_prep.extract_wikipedia", f"--input_file={bad}",
+        ["extract_wikipedia.py", f"--input_file={bad}",
          f"--output_dir={tmp_path / 'o'}"], cwd=ROOT)
     assert result.returncode != 0
     assert "bad.xml.bz2: the dump is truncated or not bz2" in result.stderr
@@ -209,7 +209,7 @@ def test_extract_bookcorpus(tmp_path):
     (books / "empty.txt").write_text("")
     out = tmp_path / "out"
     result = warm_processes.run(
-        ["-m", "data_prep.extract_bookcorpus", f"--input_dir={books}",
+        ["extract_bookcorpus.py", f"--input_dir={books}",
          f"--output_dir={out}", "--num_output_files=1", "--num_workers=1"], cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 empty books skipped" in result.stderr and "1 bytes that were not UTF-8" in \
@@ -243,7 +243,7 @@ def test_extract_wikitext_makes_an_article_a_document_of_sentences(tmp_path):
     source = tmp_path / "wiki.valid.tokens"
     source.write_text(WIKITEXT, encoding="utf-8")
     out = tmp_path / "docs"
-    command = ["-m", "data_prep.extract_wikitext", f"--input_file={source}",
+    command = ["extract_wikitext.py", f"--input_file={source}",
                f"--output_dir={out}"]
     result = warm_processes.run(command, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -276,7 +276,7 @@ def test_a_language_that_is_not_a_code_is_refused_before_any_work(tmp_path):
             check_language(code, "--split_sentences")
     source = tmp_path / "wiki.valid.tokens"
     source.write_text(WIKITEXT, encoding="utf-8")
-    result = warm_processes.run(["-m", "data_prep.extract_wikitext", f"--input_file={source}",
+    result = warm_processes.run(["extract_wikitext.py", f"--input_file={source}",
                                  f"--output_dir={tmp_path / 'o'}", "--language=English"],
                                 cwd=ROOT)
     assert result.returncode == 1

@@ -159,7 +159,7 @@ def records(w, out, **flags):
     base = dict(input_file=w / "corpus.txt", output_file=f"{out}/a.tfrecord,{out}/b.tfrecord",
                 vocab_file=w / "vocab.txt", max_seq_length=24, max_predictions_per_seq=4,
                 num_workers=1)
-    return ["-m", "data_prep.create_pretraining_data"] + _flags(**dict(base, **flags))
+    return ["create_pretraining_data.py"] + _flags(**dict(base, **flags))
 
 
 def features(w, out, **flags):
@@ -305,7 +305,7 @@ ERROR_CASES = [
     ("from_text_output_dir_is_a_file", lambda w, o: from_text(w, w / "vocab.txt"),
      ["--output_dir=", "vocab.txt is a file"], []),
     ("vocab_output_is_input", lambda w, o: [
-        "-m", "data_prep.build_vocab", f"--input_file={_copy(w, 'corpus.txt', o)}",
+        "build_vocab.py", f"--input_file={_copy(w, 'corpus.txt', o)}",
         f"--output_file={o}/corpus.txt", "--vocab_size=50"],
      ["would overwrite the input"], []),
     ("features_output_is_input", lambda w, o: features(
@@ -362,7 +362,7 @@ ERROR_CASES = [
     ("tfrecord_is_text", lambda w, o: pretraining(w, o, input_file=w / "corpus.txt"),
      ["corpus.txt", "not a readable TFRecord"], []),
     ("tfrecord_inspect_text", lambda w, o: [
-        "-m", "data_prep.inspect_tfrecord", f"--input_file={w / 'corpus.txt'}",
+        "inspect_tfrecord.py", f"--input_file={w / 'corpus.txt'}",
         f"--vocab_file={w / 'vocab.txt'}"], ["corpus.txt", "not a readable TFRecord"], []),
     ("tfrecord_ids_beyond_vocab", lambda w, o: pretraining(
         w, o, bert_config_file=_config(w, "small_vocab.json", vocab_size=20),

@@ -152,7 +152,7 @@ def test_build_vocab_warns_with_the_fix(tmp_path):
     corpus.write_text("\n".join(_hanzi_lines(random.Random(4))) + "\n", encoding="utf-8")
     def build(*flags):
         return warm_processes.run(
-            ["-m", "data_prep.build_vocab", f"--input_file={corpus}",
+            ["build_vocab.py", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=4000", *flags],
             cwd=ROOT)
     fitted = build()

@@ -5,7 +5,7 @@ every other line and id unchanged.
 Pipeline position: adapting a released model to a domain (text -> this -> vocab.txt
 with the new words -> the model's embedding rows for them, `modeling.token_rows` -> the
 TFRecords and continued pre-training, `tasks.pretraining.adaptation`); or alone, for the
-vocabulary (`python -m data_prep.build_vocab --extend`).
+vocabulary (`python build_vocab.py --extend`).
 
 The released vocabularies keep such slots for this (English BERT: 994 `[unusedK]` lines;
 the original's README and issues #9, #237, #396): a line holds one token and its line

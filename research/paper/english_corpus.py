@@ -58,7 +58,7 @@ def run(argv, **kwargs):
 def wikipedia(shared_dir, out):
     dump = glob.glob(os.path.join(shared_dir, "wiki", "enwiki-*.bz2"))[0]
     folder = os.path.join(out, "wikipedia")
-    run([sys.executable, "-m", "data_prep.extract_wikipedia", f"--input_file={dump}",
+    run([sys.executable, os.path.join(ROOT, "extract_wikipedia.py"), f"--input_file={dump}",
          f"--output_dir={folder}", "--num_output_files=1"], cwd=ROOT)
     return glob.glob(os.path.join(folder, "*.txt"))
 
@@ -91,7 +91,7 @@ def sotu(out):
         for path in glob.glob(os.path.join(tmp, "package", "data", "*.txt")):
             os.rename(path, os.path.join(books, os.path.basename(path)))
         folder = os.path.join(out, "sotu")
-        run([sys.executable, "-m", "data_prep.extract_bookcorpus", f"--input_dir={books}",
+        run([sys.executable, os.path.join(ROOT, "extract_bookcorpus.py"), f"--input_dir={books}",
              f"--output_dir={folder}", "--num_output_files=1"], cwd=ROOT)
     return glob.glob(os.path.join(folder, "*.txt"))
 

@@ -143,7 +143,7 @@ class Recipe(Bench):
         """Masked-LM accuracy and perplexity on WikiText-2 test."""
         text = english_corpus.heldout(self.settings.shared_dir, self.work)
         records = os.path.join(self.work, "heldout_records", "wikitext2_test.tfrecord")
-        self.run("data_prep/create_pretraining_data.py", {
+        self.run("create_pretraining_data.py", {
             "input_file": text, "output_file": records, "vocab_file": self.vocab(),
             "do_lower_case": True, "max_seq_length": 128, "max_predictions_per_seq": 20,
             "dupe_factor": 5, "random_seed": 12345}, records)

@@ -6,13 +6,13 @@ error over `--seeds` fine-tuning seeds.
 Two scales:
   * small (the default): WikiText-2 valid + test (`--shared_dir`/wikitext; the held-out
     last 10% of documents for the masked-LM evaluation), a WordPiece vocabulary of
-    `--vocab_size` (`data_prep/build_vocab.py`), length-64 records, L=4 H=128 models and
+    `--vocab_size` (`build_vocab.py`), length-64 records, L=4 H=128 models and
     `--pretrain_steps` (1,000) steps: each table in 15-60 minutes on 2 cores;
   * the recipe (`--recipe_dir`, a `pretrain_from_text.py --output_dir`): its documents,
     vocabulary, model, records and schedule (`recipe.json`: steps, warm-up, learning rate,
     optimizer), its finished run as the base model, and length-128 fine-tuning. Each other
     pre-training costs about as much as the recipe's run (Table 6's sizes in proportion).
-Pipeline: documents -> `data_prep/create_pretraining_data.py` (one record set per masking
+Pipeline: documents -> `create_pretraining_data.py` (one record set per masking
 procedure) -> `run_pretraining.py` (per objective / size / masking) -> `run_classifier.py`
 on SST-2 (the first `--train_examples` rows, full dev), MRPC and STS-B (full) and QNLI
 (its dev set split: 4,463 rows to train, 1,000 to evaluate; the train set is not in
@@ -31,7 +31,7 @@ pre-training at the recipe's scale), and `--maskings` picks its rows.
       output>] [--seeds=3 --jobs=2]
 
 At paper scale on a GPU/TPU: the same scripts with BERT-Base's config, the paper's
-corpus (BooksCorpus + Wikipedia, `data_prep/extract_wikipedia.py`), `--max_seq_length=512`
+corpus (BooksCorpus + Wikipedia, `extract_wikipedia.py`), `--max_seq_length=512`
 records, 1,000,000 steps of batch 256 (`run_pretraining.py --distribution_strategy=tpu`
 or `mirrored`) and the full GLUE / CoNLL / SQuAD sets; the flags per table are the ones
 this script passes.
@@ -272,7 +272,7 @@ class Bench:
             return os.path.join(self.settings.recipe_dir, "vocab.txt")
         vocab = os.path.join(self.work, "vocab.txt")
         train, _ = self.documents()
-        self.run("data_prep/build_vocab.py", {
+        self.run("build_vocab.py", {
             "input_file": train, "output_file": vocab, "vocab_size": self.settings.vocab_size,
             "lower_thresh": 3}, vocab)
         return vocab
@@ -293,7 +293,7 @@ class Bench:
         files = {}
         for split, documents in zip(("train", "eval"), self.documents()):
             out = os.path.join(folder, f"{split}.tfrecord")
-            self.run("data_prep/create_pretraining_data.py", {
+            self.run("create_pretraining_data.py", {
                 "input_file": documents, "output_file": out, "vocab_file": vocab,
                 "do_lower_case": True, "max_seq_length": self.seq,
                 "max_predictions_per_seq": self.predictions,

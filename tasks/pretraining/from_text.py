@@ -157,7 +157,7 @@ def layout_warnings(documents, split=False):
             f"are a single line. A blank line ends a document: blank lines between "
             f"paragraphs or after headings make each of them a document, and the sentence "
             f"pairs of pre-training are drawn within one: keep blank lines between "
-            f"documents only (WikiText as released: python -m data_prep.extract_wikitext "
+            f"documents only (WikiText as released: python extract_wikitext.py "
             f"converts it).")
     return warnings
 

@@ -69,7 +69,7 @@ def check_first_record(path, max_seq_length, max_predictions_per_seq):
     if missing:
         raise InputError(f"{path}: records lack features {missing}; expected the "
                          f"pre-training features {list(FEATURE_NAMES)} written by "
-                         f"data_prep.create_pretraining_data.")
+                         f"create_pretraining_data.py.")
     for name, flag, want in (("input_ids", "--max_seq_length", max_seq_length),
                              ("masked_lm_ids", "--max_predictions_per_seq",
                               max_predictions_per_seq)):

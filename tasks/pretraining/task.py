@@ -1,7 +1,7 @@
 """Pre-training: masked LM + next sentence prediction, as the original `run_pretraining.py`;
 or the paper's Table 5 ablations: masked LM alone, or a left-to-right LM.
 
-Pipeline position: TFRecords (`data_prep.create_pretraining_data`) -> this task (through
+Pipeline position: TFRecords (`create_pretraining_data.py`) -> this task (through
 `training.runner`, from `run_pretraining.py`) -> a checkpoint for fine-tuning
 (`output_dir/export/bert_model.ckpt` + `bert_config.json`). The task reads the records
 (`tasks.pretraining.input`), trains `modeling.BertPretrainer`, evaluates on every worker

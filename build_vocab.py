@@ -9,7 +9,7 @@ then the learned pieces. At the end it reports the share of the corpus's words t
 [UNK] (warning, with the flag that fixes it, above 0.5%), and before it starts, whether
 --do_lower_case would change the letters of the corpus's script (`text.casing`).
 
-    python -m data_prep.build_vocab --input_file='docs/*.txt' --output_file=vocab.txt \
+    python build_vocab.py --input_file='docs/*.txt' --output_file=vocab.txt \
       --vocab_size=30522 --do_lower_case
 
 With `--extend=<a released vocab.txt>` it learns nothing: it writes that vocabulary with
@@ -21,21 +21,16 @@ words' old pieces and continues pre-training.
 """
 
 import dataclasses
-import os
 import sys
 import time
 from typing import Optional
 
 from absl import flags, logging
 
-if not __package__:  # run by its path: this project's packages import from the
-    # repository root, as under `python -m data_prep.<tool>`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import cli  # noqa: E402
-from cli.flags import configs_from_flags, define_settings  # noqa: E402
-from common.settings import setting  # noqa: E402
-from common.shared_settings import Casing  # noqa: E402
+import cli
+from cli.flags import configs_from_flags, define_settings
+from common.settings import setting
+from common.shared_settings import Casing
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -137,10 +132,5 @@ def report_coverage(found):
                     found["corpus_chars"] - found["alphabet"], fix)
 
 
-def run_as_script():
-    """The tool's command line (also the root script's, where there is one)."""
-    cli.run(main)
-
-
 if __name__ == "__main__":
-    run_as_script()
+    cli.run(main)

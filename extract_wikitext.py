@@ -10,24 +10,19 @@ own and every paragraph one long "sentence": here an article is one document, it
 paragraphs split into sentences (`data_prep.wikitext_dataset`). Files are read as
 create_pretraining_data reads them and written under temporary names.
 
-    python -m data_prep.extract_wikitext --input_file=wikitext-103/wiki.train.tokens \
+    python extract_wikitext.py --input_file=wikitext-103/wiki.train.tokens \
       --output_dir=wikitext_docs --num_output_files=4
 """
 
 import dataclasses
-import os
 import sys
 import time
 
 from absl import flags
 
-if not __package__:  # run by its path: this project's packages import from the
-    # repository root, as under `python -m data_prep.<tool>`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import cli  # noqa: E402
-from cli.flags import configs_from_flags, define_settings  # noqa: E402
-from common.settings import setting  # noqa: E402
+import cli
+from cli.flags import configs_from_flags, define_settings
+from common.settings import setting
 
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped, as
 # create_pretraining_data drops them); more is refused: not WikiText.
@@ -82,10 +77,5 @@ def main(_):
           f"'{FLAGS.language}').", file=sys.stderr)
 
 
-def run_as_script():
-    """The tool's command line."""
-    cli.run(main, log_beside_output=True)
-
-
 if __name__ == "__main__":
-    run_as_script()
+    cli.run(main, log_beside_output=True)

@@ -9,28 +9,22 @@ passages (no lists, tables, headers, templates, references, files, categories:
 Sentences are split by `sentencex` in the dump's language. The XML is streamed; cleaning
 runs on every core; output files are written under temporary names and renamed at the end.
 
-    python -m data_prep.extract_wikipedia --input_file=enwiki-latest-pages-articles.xml.bz2 \
+    python extract_wikipedia.py --input_file=enwiki-latest-pages-articles.xml.bz2 \
       --output_dir=wiki_docs --num_output_files=64
 """
 
-import bz2
 import dataclasses
 import multiprocessing
-import os
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 from absl import flags
 
-if not __package__:  # run by its path: this project's packages import from the
-    # repository root, as under `python -m data_prep.<tool>`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import cli  # noqa: E402
-from cli.flags import configs_from_flags, define_settings  # noqa: E402
-from common.settings import setting  # noqa: E402
-from common.shared_settings import DocumentOutput  # noqa: E402
+import cli
+from cli.flags import configs_from_flags, define_settings
+from common.settings import setting
+from common.shared_settings import DocumentOutput
+from data_prep.wikipedia_dump import iter_articles, language_of
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -44,55 +38,6 @@ class WikipediaSettings(DocumentOutput):
 
 define_settings(WikipediaSettings)
 FLAGS = flags.FLAGS
-
-
-def iter_articles(path, stats):
-    """Yields (title, wikitext) of the namespace-0, non-redirect pages of a dump; sets
-    stats["dbname"] and stats["namespaces"] (the names of the other namespaces, from the
-    dump's <siteinfo>)."""
-    opener = bz2.open if path.endswith(".bz2") else open
-    try:
-        handle = opener(path, "rb")
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read the dump ({e}).") from e
-    with handle:
-        namespace = None
-        try:
-            for event, elem in ET.iterparse(handle, events=("start", "end")):
-                tag = elem.tag.rsplit("}", 1)[-1]
-                if namespace is None and event == "start":
-                    namespace = elem.tag[:-len(tag)]
-                    if tag != "mediawiki":
-                        raise ValueError(f"{path}: not a MediaWiki XML dump (root element "
-                                         f"<{tag}>).")
-                if event != "end":
-                    continue
-                if tag == "dbname":
-                    stats["dbname"] = (elem.text or "").strip()
-                elif tag == "namespace" and elem.get("key") != "0" and elem.text:
-                    stats.setdefault("namespaces", []).append(elem.text.strip())
-                elif tag == "page":
-                    stats["pages"] += 1
-                    ns = elem.findtext(namespace + "ns")
-                    text = elem.findtext(f"{namespace}revision/{namespace}text") or ""
-                    redirect = elem.find(namespace + "redirect") is not None or \
-                        text.lstrip()[:9].upper() == "#REDIRECT"
-                    if ns != "0":
-                        stats["other_namespaces"] += 1
-                    elif redirect:
-                        stats["redirects"] += 1
-                    else:
-                        yield elem.findtext(namespace + "title") or "", text
-                    elem.clear()
-        except ET.ParseError as e:
-            raise ValueError(f"{path}: malformed XML ({e}).") from e
-        except (EOFError, OSError) as e:
-            raise ValueError(f"{path}: the dump is truncated or not bz2 ({e}).") from e
-
-
-def language_of(dbname):
-    """"enwiki" -> "en", "zh_yuewiki" -> "zh-yue"."""
-    return dbname[:-len("wiki")].replace("_", "-") if dbname.endswith("wiki") else "en"
 
 
 def main(_):
@@ -143,10 +88,5 @@ def main(_):
           f" sentences split as '{language}').", file=sys.stderr)
 
 
-def run_as_script():
-    """The tool's command line (also the root script's, where there is one)."""
-    cli.run(main, log_beside_output=True)
-
-
 if __name__ == "__main__":
-    run_as_script()
+    cli.run(main, log_beside_output=True)

@@ -7,27 +7,22 @@ Each book is one document. Paragraphs (blank-line separated, or one per line) ar
 into sentences with the same segmenter as `extract_wikipedia`. Books are read in sorted
 order, cleaned on every core, and written to files under temporary names.
 
-    python -m data_prep.extract_bookcorpus --input_dir=books --output_dir=book_docs \
+    python extract_bookcorpus.py --input_dir=books --output_dir=book_docs \
       --num_output_files=16 [--language=en]
 """
 
 import dataclasses
 import multiprocessing
-import os
-import re
 import sys
 import time
 
 from absl import flags
 
-if not __package__:  # run by its path: this project's packages import from the
-    # repository root, as under `python -m data_prep.<tool>`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import cli  # noqa: E402
-from cli.flags import configs_from_flags, define_settings  # noqa: E402
-from common.settings import setting  # noqa: E402
-from common.shared_settings import DocumentOutput  # noqa: E402
+import cli
+from cli.flags import configs_from_flags, define_settings
+from common.settings import setting
+from common.shared_settings import DocumentOutput
+from data_prep.bookcorpus import book_sentences, find_books
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -39,34 +34,6 @@ class BookSettings(DocumentOutput):
 
 define_settings(BookSettings)
 FLAGS = flags.FLAGS
-
-
-def book_sentences(args):
-    """(path, language) -> (path, sentences, bytes that were not UTF-8)."""
-    from data_prep.sentences import split_sentences
-
-    path, language = args
-    with open(path, "rb") as f:
-        raw = f.read()
-    text = raw.decode("utf-8", errors="replace")
-    invalid = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
-    text = text.replace("\ufffd", "")
-    sentences = []
-    for paragraph in re.split(r"\n\s*\n|\n(?=\s)", text):
-        paragraph = paragraph.strip()
-        if paragraph:
-            sentences.extend(split_sentences(paragraph, language))
-    return path, sentences, invalid
-
-
-def find_books(input_dir):
-    if not os.path.isdir(input_dir):
-        raise ValueError(f"{input_dir}: not a folder.")
-    books = sorted(os.path.join(root, name) for root, _, names in os.walk(input_dir)
-                   for name in names if name.endswith(".txt"))
-    if not books:
-        raise ValueError(f"{input_dir}: no .txt files in this folder.")
-    return books
 
 
 def main(_):
@@ -98,10 +65,5 @@ def main(_):
           f"({time.time() - start:.1f} s){notes}.", file=sys.stderr)
 
 
-def run_as_script():
-    """The tool's command line (also the root script's, where there is one)."""
-    cli.run(main, log_beside_output=True)
-
-
 if __name__ == "__main__":
-    run_as_script()
+    cli.run(main, log_beside_output=True)
