@@ -44,7 +44,7 @@ def test_domain_words_take_unused_lines_by_frequency(tmp_path):
 def test_build_vocab_extend_writes_the_vocabulary_alone(tmp_path):
     vocab_file, _ = original_checkpoint.model_files(str(tmp_path))
     corpus = _corpus(tmp_path / "corpus.txt")
-    done = warm_processes.run([os.path.join(ROOT, "data_prep", "build_vocab.py"),
+    done = warm_processes.run([os.path.join(ROOT, "build_vocab.py"),
                                f"--input_file={corpus}", f"--extend={vocab_file}",
                                f"--output_file={tmp_path / 'extended.txt'}",
                                "--domain_words=1"], env=ENV, timeout=300)
