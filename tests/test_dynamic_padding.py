@@ -206,3 +206,53 @@ def test_prediction_over_batches_of_several_lengths_traces_once(tmp_path):
     want = np.concatenate([model({k: b[k] for k in ("input_ids", "input_mask", "segment_ids")},
                                  training=False)["logits"].numpy() for b in dataset])
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_length_batches_sort_rows_and_keep_the_configured_batch_positions():
+    from training import loop
+    lengths = np.array([3, 30, 5, 20, 2, 7, 9, 4, 6, 31, 1, 0])
+    batches = loop.length_batches(lengths, batch_size=2, width=MAX_LEN)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
+    flat = lengths[np.concatenate(batches)]
+    assert flat.tolist() == sorted(lengths.tolist())  # shortest first
+    for rows in batches:  # at most 2 rows x 32 positions, each row counted at 16 or 32
+        longest = -(-max(int(lengths[rows].max()), 1) // PAD_MULTIPLE) * PAD_MULTIPLE
+        assert len(rows) * longest <= 2 * MAX_LEN
+    # Sorted: 0 1 2 3 | 4 5 6 7 (16 positions each: 4 a batch of 64) | 9 20 | 30 31
+    # (32 each, 2 a batch).
+    assert [lengths[rows].tolist() for rows in batches] == [
+        [0, 1, 2, 3], [4, 5, 6, 7], [9, 20], [30, 31]]
+
+
+def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path):
+    """The evaluation path (rows sorted by length, batches of similar lengths cut to their
+    own longest, one trace) against the model on each row alone at full width, for a
+    classifier (one row of logits), a tagger (logits per position, padded back) and
+    multiple-choice rows ([rows, choices, width])."""
+    from modeling import BertTokenClassifier
+    from tasks.multiple_choice.model import BertMultipleChoice
+    from training import loop
+    inputs = ("input_ids", "input_mask", "segment_ids")
+    batch = _batch([3, 30, 5, 20, 2, 7, 9, 4, 6, 31])
+
+    def alone(model, arrays, name):
+        return np.concatenate([model({k: arrays[k][i:i + 1] for k in inputs},
+                                     training=False)[name].numpy()
+                               for i in range(len(arrays["input_ids"]))])
+
+    classifier = BertClassifier(BertConfig(**TINY_CONFIG), 3)
+    got = loop.predict_arrays(classifier, batch, ["logits"], 2, skip_padding=True)
+    assert [f.experimental_get_tracing_count()
+            for f in loop._PREDICT_STEPS[classifier].values()] == [1]
+    np.testing.assert_allclose(got["logits"], alone(classifier, batch, "logits"),
+                               atol=1e-5)
+    tagger = BertTokenClassifier(BertConfig(**TINY_CONFIG), 4)
+    got = loop.predict_arrays(tagger, batch, ["logits"], 2, sequence_outputs=["logits"])
+    want = alone(tagger, batch, "logits")
+    assert got["logits"].shape == want.shape == (10, MAX_LEN, 4)
+    real = batch["input_mask"].astype(bool)
+    np.testing.assert_allclose(got["logits"][real], want[real], atol=1e-5)
+    chooser = BertMultipleChoice(BertConfig(**TINY_CONFIG))
+    rows = {k: np.stack([batch[k][0::2], batch[k][1::2]], axis=1) for k in inputs}
+    got = loop.predict_arrays(chooser, rows, ["logits"], 2, skip_padding=True)
+    np.testing.assert_allclose(got["logits"], alone(chooser, rows, "logits"), atol=1e-5)

@@ -187,7 +187,10 @@ class TaskConfig(SequenceLength, ModelFiles):
     task subclasses it with its data and its own fields (`tasks.*.task`). When
     `output_dir` already holds a checkpoint of this run, the run resumes from it, whatever
     `init_checkpoint` says; of another run (other recorded settings), it is an error."""
-    eval_batch_size: int = setting(8, help="Global evaluation batch size.")
+    eval_batch_size: int = setting(
+        8, help="Global evaluation batch size. Fine-tuning evaluates sequences sorted by "
+        "length, each batch holding as many as fit in this many full-length sequences' "
+        "positions (the same results, less padding).")
 
     def __post_init__(self):
         check(self, {"max_seq_length": (at_least(3), "at least 3 ([CLS] x [SEP])"),
@@ -203,7 +206,9 @@ class FineTuningConfig(ModelVocabulary, TaskConfig):
                                       help="Training epochs.")
     warmup_proportion: float = setting(
         0.1, recorded=True, help="Share of training steps for linear warm-up.")
-    predict_batch_size: int = setting(8, help="Prediction batch size.")
+    predict_batch_size: int = setting(
+        8, help="Prediction batch size, counted as --eval_batch_size is (sequences at "
+        "full length).")
 
     def __post_init__(self):
         super().__post_init__()

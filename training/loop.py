@@ -42,8 +42,11 @@ from tensorflow.core.framework import summary_pb2
 
 from common.progress import format_duration
 from modeling.inputs import INPUT_NAMES
+from modeling.padding import PAD_MULTIPLE
+from text.packing import padded_length
 from training import checkpointing, metrics_log, preemption, run_flags
 from training.distribution import is_chief, worker_index
+from training.task import static_shapes_needed
 
 
 def write_scalar(name, value):
@@ -505,12 +508,77 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
     return results
 
 
+def length_batches(lengths, batch_size, width, multiple=PAD_MULTIPLE):
+    """Rows (indices into `lengths`, the positions each row uses) in batches of similar
+    length, shortest first: each holds at most the positions of `batch_size` rows at the
+    full `width` (the memory of the configured batch), counted at its longest row rounded
+    up to `multiple`, and at least one row."""
+    order = np.argsort(lengths, kind="stable")
+    budget = max(1, batch_size) * width
+    batches, start = [], 0
+    for end in range(1, len(order) + 1):
+        if end == len(order):
+            batches.append(order[start:end])
+        else:
+            padded = padded_length(max(int(lengths[order[end]]), 1), multiple, width)
+            if (end + 1 - start) * padded > budget:
+                batches.append(order[start:end])
+                start = end
+    return batches
+
+
+def predict_arrays(model, arrays, outputs, batch_size, skip_padding=False,
+                   sequence_outputs=()):
+    """`predict` over in-memory feature arrays ({name: [rows, ..., width]}, the model's
+    inputs among them), in order, computed as `serving.load` computes a request: the rows
+    sorted by length into batches of similar length (`length_batches`), each padded to
+    its own longest row only, one trace for all. The outputs are the same as batches in
+    the arrays' order give (up to float rounding of other matmul shapes): a row's outputs
+    do not depend on its batch. On hardware that needs static shapes (TPU), batches of
+    `batch_size` in order, at full width.
+
+    Args:
+        sequence_outputs: the names of `outputs` with a position axis after the row axis
+            (a tagger's logits, a span labeler's): padded back with zeros to `width`.
+
+    Returns:
+        dict of NumPy arrays, one row per input row.
+    """
+    inputs = {name: np.asarray(arrays[name]) for name in INPUT_NAMES}
+    if static_shapes_needed():
+        return predict(model, tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size),
+                       outputs, skip_padding=skip_padding)
+    mask = inputs["input_mask"]
+    width = mask.shape[-1]
+    used = mask.reshape(len(mask), -1, width).any(axis=1)  # multiple choice: any choice
+    lengths = np.where(used.any(axis=1), width - np.argmax(used[:, ::-1], axis=1), 0)
+    batches = length_batches(lengths, batch_size, width)
+    spec = {name: tf.TensorSpec([None] * value.ndim, tf.as_dtype(value.dtype))
+            for name, value in inputs.items()}
+
+    def grouped():
+        for rows in batches:
+            length = padded_length(max(int(lengths[rows].max()), 1), PAD_MULTIPLE, width)
+            yield {name: value[rows][..., :length] for name, value in inputs.items()}
+
+    dataset = tf.data.Dataset.from_generator(grouped, output_signature=spec)
+    got = predict(model, dataset, outputs, skip_padding=skip_padding,
+                  sequence_outputs=sequence_outputs, width=width)
+    order = np.concatenate(batches) if batches else np.zeros([0], np.int64)
+    result = {}
+    for name, value in got.items():
+        result[name] = np.empty_like(value)
+        result[name][order] = value
+    return result
+
+
 # Compiled inference steps, per model and output set: repeated evaluations during training
 # (best-checkpoint selection) reuse one trace instead of tracing a new function each time.
 _PREDICT_STEPS = weakref.WeakKeyDictionary()
 
 
-def predict(model, dataset, outputs, keep=(), skip_padding=False):
+def predict(model, dataset, outputs, keep=(), skip_padding=False, sequence_outputs=(),
+            width=None):
     """Runs `model` (inference) over a finite dataset of feature dicts, in order.
 
     Args:
@@ -518,6 +586,8 @@ def predict(model, dataset, outputs, keep=(), skip_padding=False):
         keep: names of batch features to collect alongside (e.g. labels).
         skip_padding: bool. The model computes the real tokens only (`BertEncoder`);
             for outputs that read no padded position.
+        sequence_outputs, width: the outputs with a position axis after the row axis,
+            padded with zeros to `width` positions (batches cut to their own length).
 
     Returns:
         dict of NumPy arrays, concatenated over batches.
@@ -543,7 +613,11 @@ def predict(model, dataset, outputs, keep=(), skip_padding=False):
     for batch in without_autotune_thread(dataset):
         got = steps[key]({name: batch[name] for name in INPUT_NAMES})
         for name in outputs:
-            collected[name].append(got[name].numpy())
+            value = got[name].numpy()
+            if name in sequence_outputs and value.shape[1] < width:
+                value = np.pad(value, [(0, 0), (0, width - value.shape[1])] +
+                               [(0, 0)] * (value.ndim - 2))
+            collected[name].append(value)
         for name in keep:
             collected[name].append(np.asarray(batch[name]))
     return {name: np.concatenate(values) for name, values in collected.items()}

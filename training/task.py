@@ -209,7 +209,3 @@ def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False):
 
     return dataset_fn
 
-
-def array_batches(arrays, batch_size):
-    """A finite dataset of the model inputs of feature arrays, in order (prediction)."""
-    return tf.data.Dataset.from_tensor_slices(model_inputs(arrays)).batch(batch_size)

@@ -194,6 +194,17 @@ def classifier_dataset(path, batch_size, max_seq_length, regression, is_training
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def read_arrays(path, max_seq_length, regression, num_labels=None):
+    """Every record of a cached feature file, in order, as NumPy arrays at full length
+    (evaluation and prediction regroup them by length: `training.loop.predict_arrays`)."""
+    dataset = classifier_dataset(path, 4096, max_seq_length, regression, is_training=False,
+                                 pad_to_longest=False, num_labels=num_labels)
+    parts = [{name: value.numpy() for name, value in batch.items()} for batch in dataset]
+    if not parts:
+        raise ValueError(f"{path}: no records.")
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
 # Length-grouped batches are formed within windows of this many batches of the shuffled
 # stream (as Hugging Face's LengthGroupedSampler groups within "megabatches").
 BUCKET_WINDOW = 50

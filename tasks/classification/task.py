@@ -155,17 +155,16 @@ class ClassificationTask(Task):
     def _outputs_and_labels(self, model, path, batch_size):
         """Per example (a document's windows averaged: mean of their logits), in order:
         (probabilities or scores, labels)."""
-        dataset = features.classifier_dataset(path, batch_size, self.config.max_seq_length,
-                                              self.regression, is_training=False,
-                                              pad_to_longest=not static_shapes_needed(),
-                                              num_labels=self._num_labels())
-        out = loop.predict(model, dataset, ["logits"], keep=["label_ids", "example_index"],
-                           skip_padding=self.padding_skipped())
-        index = out["example_index"]
+        arrays = features.read_arrays(path, self.config.max_seq_length, self.regression,
+                                      num_labels=self._num_labels())
+        logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
+                                     skip_padding=self.padding_skipped())["logits"]
+        index = arrays["example_index"]
         examples = int(index.max()) + 1
-        labels = np.zeros((examples,) + out["label_ids"].shape[1:], out["label_ids"].dtype)
-        labels[index] = out["label_ids"]
-        return self.outputs(mean_over_windows(out["logits"], index, examples)), labels
+        labels = np.zeros((examples,) + arrays["label_ids"].shape[1:],
+                          arrays["label_ids"].dtype)
+        labels[index] = arrays["label_ids"]
+        return self.outputs(mean_over_windows(logits, index, examples)), labels
 
     def evaluate(self, model, strategy=None):
         """The task's official metrics on each dev set (MNLI: `mismatched_` prefixed for

@@ -66,10 +66,3 @@ def train_dataset_fn(arrays, global_batch_size, seed, pad_to_longest):
 
     return dataset_fn
 
-
-def batches(arrays, batch_size, pad_to_longest):
-    """The examples in order, for evaluation and prediction."""
-    dataset = tf.data.Dataset.from_tensor_slices(arrays).batch(batch_size)
-    if pad_to_longest:
-        dataset = dataset.map(trim_choice_padding)
-    return dataset

@@ -94,10 +94,8 @@ class MultipleChoiceTask(Task):
     def probabilities(self, model, split, batch_size):
         """(probabilities [examples, choices], labels [examples]) of a split."""
         arrays = self._features(split)
-        dataset = features.batches(arrays, batch_size,
-                                   pad_to_longest=not static_shapes_needed())
-        logits = loop.predict(model, dataset, ["logits"],
-                              skip_padding=self.padding_skipped())["logits"]
+        logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
+                                     skip_padding=self.padding_skipped())["logits"]
         return softmax(logits), arrays["label_ids"]
 
     def evaluate(self, model, strategy=None):

@@ -29,7 +29,6 @@ from training import loop
 from training.task import (
     Task,
     TrainInput,
-    array_batches,
     array_dataset_fn,
     model_inputs,
     steps_for_epochs,
@@ -130,9 +129,9 @@ class SquadTask(Task):
     def answers(self, model, examples, features):
         """(predictions, nbest, null_odds) of `examples`, from their `features`' logits."""
         c = self.config
-        out = loop.predict(model, array_batches(data.feature_arrays(features, False),
-                                                c.predict_batch_size),
-                           ["start_logits", "end_logits"])
+        out = loop.predict_arrays(model, data.feature_arrays(features, False),
+                                  ["start_logits", "end_logits"], c.predict_batch_size,
+                                  sequence_outputs=["start_logits", "end_logits"])
         return compute_predictions(examples, features, out["start_logits"],
                                    out["end_logits"], c.n_best_size, c.max_answer_length,
                                    c.do_lower_case, c.version_2_with_negative,

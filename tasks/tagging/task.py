@@ -26,7 +26,6 @@ from training import loop
 from training.task import (
     Task,
     TrainInput,
-    array_batches,
     array_dataset_fn,
     static_shapes_needed,
     steps_for_epochs,
@@ -126,8 +125,10 @@ class TaggingTask(Task):
     def predict_tags(self, model, sentences):
         """Each sentence's predicted tags (one per word)."""
         arrays, windows = self._features(sentences)
-        logits = loop.predict(model, array_batches(arrays, self.config.predict_batch_size),
-                              ["logits"], skip_padding=self.padding_skipped())["logits"]
+        logits = loop.predict_arrays(model, arrays, ["logits"],
+                                     self.config.predict_batch_size,
+                                     skip_padding=self.padding_skipped(),
+                                     sequence_outputs=["logits"])["logits"]
         return features.word_predictions(windows, logits.argmax(-1), sentences,
                                          self.label_list)
 
