@@ -163,15 +163,5 @@ def main(_):
             totals["long_one_line_documents"], FLAGS.max_seq_length, FLAGS.max_seq_length)
 
 
-def _main_then_exit(argv):
-    main(argv)
-    # Every output file is written and closed: skip the interpreter's teardown of
-    # TensorFlow (about half a second) by exiting at once.
-    logging.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
 if __name__ == "__main__":
-    cli.run(_main_then_exit)
+    cli.run(main)
