@@ -30,11 +30,14 @@ Prints a Markdown table with dev accuracies.
 """
 
 import dataclasses
+import datetime
 import json
 import os
+import re
 import shutil
 import statistics
 import tempfile
+import time
 from typing import Optional
 
 from bench import harness
@@ -88,9 +91,10 @@ def main(settings):
     tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
     runs = settings.runs.split(",")
     results = {name: [] for name in runs}
+    out_of = {}
     for r in range(settings.rounds):
         for name in (runs if r % 2 == 0 else runs[::-1]):
-            out = os.path.join(work, f"out_{name}_{r}")
+            out = out_of[name] = os.path.join(work, f"out_{name}_{r}")
             if name == "hf":
                 got = hugging_face(settings, model_dir, train, dev, r)
             elif name in ("process", "hf_process"):
@@ -116,6 +120,10 @@ def main(settings):
                      f"{accuracy:.4f}"])
     print(harness.table(["run", "seconds (loop, or whole process)", "vs Hugging Face's",
                          "dev accuracy"], rows))
+    if "process" in runs:
+        print(f"\nserving.load answering the {len(dev)} dev sentences in requests of 32, "
+              f"from the last process run's best checkpoint (best of 3): "
+              f"{serving_seconds(model_dir, out_of['process'], dev):.2f} s")
 
 
 def ours(settings, model_dir, data, out, variant, seed):
@@ -158,6 +166,7 @@ def whole_process(name, settings, model_dir, data, out, seed):
                "OMP_NUM_THREADS": str(settings.threads)}
     if name == "process":
         shutil.rmtree(out, ignore_errors=True)
+        launched = time.time()
         seconds, _ = harness.in_fresh_process(
             ["python", "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
              f"--vocab_file={model_dir}/vocab.txt",
@@ -169,6 +178,9 @@ def whole_process(name, settings, model_dir, data, out, seed):
              f"--seed={seed}", f"--output_dir={out}"], cwd=ROOT, env=threads)
         with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
             results = dict(line.split(" = ") for line in f.read().splitlines() if " = " in line)
+        parts = breakdown(os.path.join(out, "log.txt"), launched, launched + seconds)
+        print("  where the time went: " + ", ".join(f"{k} {v:.1f} s" for k, v in
+                                                     parts.items()), flush=True)
         return seconds, float(results["accuracy"])
     seconds, done = harness.in_fresh_process(
         ["python", "-m", "bench.finetune_speed", f"--shared_dir={settings.shared_dir}",
@@ -178,6 +190,59 @@ def whole_process(name, settings, model_dir, data, out, seed):
          f"--work_dir={out}", f"--hf_seed={seed}"], cwd=ROOT, env=threads)
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return seconds, json.loads(line[len("RESULT "):])[1]
+
+
+_STAMP = re.compile(r"I(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*?\] (.*)")
+
+
+def breakdown(log_path, launched, ended):
+    """{phase: seconds} of a `run_classifier.py --do_train --do_eval` process from its
+    log's timestamps: start-up (launch to the first line), data and weights (to
+    "Training from step"), tracing (the first log window's excess over the steady step
+    time of the others), training steps, evaluation (the last step to the results) and
+    the end (to exit)."""
+    marks = []
+    with open(log_path, encoding="utf-8") as f:
+        for line in f:
+            m = _STAMP.match(line)
+            if m:
+                when = datetime.datetime.strptime(
+                    f"{datetime.date.fromtimestamp(launched).year}{m.group(1)}{m.group(2)} "
+                    f"{m.group(3)}", "%Y%m%d %H:%M:%S.%f").timestamp()
+                marks.append((when, m.group(4)))
+    first = marks[0][0]
+    loop_start = next(t for t, text in marks if text.startswith("Training from step"))
+    steps = [(t, int(re.match(r"step (\d+)/", text).group(1))) for t, text in marks
+             if re.match(r"step \d+/\d+", text)]
+    results = next(t for t, text in marks if "Eval results" in text)
+    (t1, s1), (tn, sn) = steps[0], steps[-1]
+    steady = (tn - t1) / max(sn - s1, 1)
+    tracing = (t1 - loop_start) - s1 * steady
+    return {"start-up": first - launched, "data and weights": loop_start - first,
+            "tracing": tracing, "training steps": tn - loop_start - tracing,
+            "evaluation": results - tn, "end": ended - results}
+
+
+def serving_seconds(model_dir, out, dev):
+    """Seconds `serving.load` takes to answer the dev sentences in requests of 32 (the
+    best of three passes), from the run's best checkpoint exported with the settings the
+    run recorded."""
+    export = out + "_export"
+    shutil.rmtree(export, ignore_errors=True)
+    harness.in_fresh_process(["python", "export_saved_model.py",
+                              f"--bert_config_file={model_dir}/config.json",
+                              f"--init_checkpoint={out}/best/model.ckpt",
+                              f"--export_dir={export}"], cwd=ROOT)
+    import serving
+    predictor = serving.load(export)
+    sentences = [text for text, _ in dev]
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for i in range(0, len(sentences), 32):
+            predictor(sentences[i:i + 32])
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def hugging_face(settings, model_dir, train, dev, seed):
