@@ -82,7 +82,7 @@ class ClassificationModule(export.ServingModule):
 
 
 def export_classification(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                          label_list, regression=False, pair=True, long_document="truncate",
+                          label_list, regression=False, pair=False, long_document="truncate",
                           doc_stride=None, tflite=None, tflite_quantize=False,
                           multi_label=False, threshold=0.5):
     """Writes the SavedModel; returns `export_dir`.
