@@ -221,8 +221,7 @@ def fill_from_record(flag_values, values, source):
             filled.append(name)
         elif given != value:
             logging.warning("--%s=%s given; the run recorded %s in %s: using the given "
-                            "value.", name, flag.serialize().split("=", 1)[-1], value,
-                            source)
+                            "value.", name, given, value, source)
     return filled
 
 

@@ -18,8 +18,6 @@ from absl import logging
 from common import file_io
 
 FILE_NAME = "export_settings.json"
-# A run's best checkpoint sits in this sub-folder of its output_dir.
-BEST_FOLDER = "best"
 
 
 def values_of(task_type, options, vocab_file, do_lower_case, max_seq_length):
@@ -43,11 +41,12 @@ def write(output_dir, values):
 def path_for_checkpoint(checkpoint):
     """Where the record of the run that wrote `checkpoint` is, or None: beside the
     checkpoint, or one folder up for a run's best/ checkpoint."""
+    from training.best_checkpoint import BEST_DIR  # (it imports TensorFlow: not for --help)
     if not checkpoint:
         return None
     folder = os.path.dirname(checkpoint) or "."
     candidates = [folder]
-    if os.path.basename(os.path.normpath(folder)) == BEST_FOLDER:
+    if os.path.basename(os.path.normpath(folder)) == BEST_DIR:
         candidates.append(os.path.dirname(os.path.normpath(folder)) or ".")
     for candidate in candidates:
         path = os.path.join(candidate, FILE_NAME)

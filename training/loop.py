@@ -43,6 +43,7 @@ from tensorflow.core.framework import summary_pb2
 from common.progress import format_duration
 from modeling.inputs import INPUT_NAMES
 from modeling.padding import PAD_MULTIPLE
+from serving.length_groups import row_lengths
 from text.packing import padded_length
 from training import checkpointing, metrics_log, preemption, run_flags
 from training.distribution import is_chief, worker_index
@@ -516,14 +517,13 @@ def length_batches(lengths, batch_size, width, multiple=PAD_MULTIPLE):
     order = np.argsort(lengths, kind="stable")
     budget = max(1, batch_size) * width
     batches, start = [], 0
-    for end in range(1, len(order) + 1):
-        if end == len(order):
+    for end in range(1, len(order)):  # does row order[end] still fit in the batch?
+        padded = padded_length(max(int(lengths[order[end]]), 1), multiple, width)
+        if (end + 1 - start) * padded > budget:
             batches.append(order[start:end])
-        else:
-            padded = padded_length(max(int(lengths[order[end]]), 1), multiple, width)
-            if (end + 1 - start) * padded > budget:
-                batches.append(order[start:end])
-                start = end
+            start = end
+    if len(order):
+        batches.append(order[start:])
     return batches
 
 
@@ -548,10 +548,8 @@ def predict_arrays(model, arrays, outputs, batch_size, skip_padding=False,
     if static_shapes_needed():
         return predict(model, tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size),
                        outputs, skip_padding=skip_padding)
-    mask = inputs["input_mask"]
-    width = mask.shape[-1]
-    used = mask.reshape(len(mask), -1, width).any(axis=1)  # multiple choice: any choice
-    lengths = np.where(used.any(axis=1), width - np.argmax(used[:, ::-1], axis=1), 0)
+    width = inputs["input_mask"].shape[-1]
+    lengths = row_lengths(inputs["input_mask"])  # multiple choice: its longest choice
     batches = length_batches(lengths, batch_size, width)
     spec = {name: tf.TensorSpec([None] * value.ndim, tf.as_dtype(value.dtype))
             for name, value in inputs.items()}
