@@ -197,3 +197,35 @@ def test_classifier_steps_equal_the_originals(tmp_path):
     task.regression, task.multi_label = False, False
     our_losses, ours = _ours(tmp_path / "ours", model, task, batches, 1e-2)
     _compare(our_losses, ours, their_losses, theirs)
+
+
+def test_the_training_step_runs_without_grappler_on_cpu_and_nothing_else_does(tmp_path):
+    """The training loop is called (and traced) with Grappler's meta-optimizer disabled on
+    a CPU-only host (training.loop.TRAIN_WITHOUT_GRAPPLER_ON_CPU); the thread's own
+    options, which evaluation and serving run with, are left as they were."""
+    from tensorflow.core.protobuf import config_pb2
+    from tensorflow.python.eager import context as eager_context
+
+    def grappler_disabled():
+        options = eager_context.context().function_call_options
+        config = config_pb2.ConfigProto.FromString(options.config_proto_serialized)
+        return config.graph_options.rewrite_options.disable_meta_optimizer
+
+    config, _, checkpoint = _setup(tmp_path, ("classifier",))
+    model = BertClassifier(config, 3, dropout_rate=0.0)
+    load_checkpoint(model, checkpoint, strict=True)
+    seen = []
+
+    class Recording(ClassificationTask):
+        def normalizers(self, batch):  # runs while the step is traced
+            seen.append(grappler_disabled())
+            return super().normalizers(batch)
+
+    task = Recording.__new__(Recording)
+    task.regression, task.multi_label = False, False
+    before = grappler_disabled()
+    losses, _ = _ours(tmp_path / "ours", model, task,
+                      _classifier_batches(np.random.default_rng(2), 3), 1e-2)
+    assert seen and all(seen)
+    assert grappler_disabled() == before is False
+    assert np.all(np.isfinite(losses))

@@ -39,6 +39,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.eager import context as eager_context
 
 from common.progress import format_duration
 from modeling.inputs import INPUT_NAMES
@@ -75,6 +77,44 @@ def without_autotune_thread(dataset):
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.with_options(options)
+
+
+# Grappler (TensorFlow's graph optimizer) off for the training step on CPU-only hosts: its
+# two passes over the step's ~6,500 nodes cost a second or more on the first call and
+# its fusions did not make the steps faster on CPU (bench/RESULTS.md, Fine-tuning speed).
+TRAIN_WITHOUT_GRAPPLER_ON_CPU = True
+
+
+def accelerators_present():
+    """Whether this process sees a GPU or a TPU."""
+    return bool(tf.config.list_logical_devices("GPU") or
+                tf.config.list_logical_devices("TPU"))
+
+
+def call_options_without_grappler():
+    """This thread's function call options (what `tf.function` calls and nested calls
+    traced in this thread run with) with Grappler's meta-optimizer disabled."""
+    current = eager_context.context().function_call_options
+    config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    return eager_context.FunctionCallOptions(executor_type=current.executor_type,
+                                             config_proto=config)
+
+
+@contextlib.contextmanager
+def function_call_options(options):
+    """`tf.function` calls made in this thread meanwhile run with `options` (None: this
+    thread's own); other threads are not affected."""
+    if options is None:
+        yield
+        return
+    ctx = eager_context.context()
+    previous = ctx.function_call_options
+    ctx.function_call_options = options
+    try:
+        yield
+    finally:
+        ctx.function_call_options = previous
 
 
 def single_replica(strategy):
@@ -198,6 +238,11 @@ class Trainer:
         self._replica_step_fn = tf.function(self._replica_step,
                                             autograph=self.accumulation > 1)
         self._train_loop = tf.function(self._loop)
+        # One options object for every call: the same options find the same compiled
+        # function again.
+        self._call_options = (call_options_without_grappler()
+                              if TRAIN_WITHOUT_GRAPPLER_ON_CPU and not accelerators_present()
+                              else None)
         self._writer = None
         self._metrics = None
         self._started = (time.perf_counter(), 0)
@@ -365,7 +410,8 @@ class Trainer:
             if log_every:
                 boundaries.append((step // log_every + 1) * log_every)
             start = time.perf_counter()
-            with explained_input_errors(self.task):
+            with explained_input_errors(self.task), \
+                    function_call_options(self._call_options):
                 out = self._train_loop(iterator, tf.constant(min(boundaries) - step,
                                                              tf.int32))
                 out = tf.nest.map_structure(lambda t: t.numpy(), out)
