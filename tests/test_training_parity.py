@@ -199,18 +199,21 @@ def test_classifier_steps_equal_the_originals(tmp_path):
     _compare(our_losses, ours, their_losses, theirs)
 
 
-def test_the_training_step_runs_without_grappler_on_cpu_and_nothing_else_does(tmp_path):
-    """The training loop is called (and traced) with Grappler's meta-optimizer disabled on
-    a CPU-only host (training.loop.TRAIN_WITHOUT_GRAPPLER_ON_CPU); the thread's own
-    options, which evaluation and serving run with, are left as they were."""
-    from tensorflow.core.protobuf import config_pb2
+def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_nothing_else_does(
+        tmp_path):
+    """The training loop is called (and traced) with one iteration of Grappler's passes on
+    a CPU-only host (training.loop.TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU), every pass
+    still on; the thread's own options, which evaluation and serving run with, are left
+    as they were (TensorFlow's default: two iterations)."""
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.eager import context as eager_context
 
-    def grappler_disabled():
+    def rewrites():
         options = eager_context.context().function_call_options
-        config = config_pb2.ConfigProto.FromString(options.config_proto_serialized)
-        return config.graph_options.rewrite_options.disable_meta_optimizer
+        return config_pb2.ConfigProto.FromString(
+            options.config_proto_serialized).graph_options.rewrite_options
 
+    one = rewriter_config_pb2.RewriterConfig.ONE
     config, _, checkpoint = _setup(tmp_path, ("classifier",))
     model = BertClassifier(config, 3, dropout_rate=0.0)
     load_checkpoint(model, checkpoint, strict=True)
@@ -218,14 +221,16 @@ def test_the_training_step_runs_without_grappler_on_cpu_and_nothing_else_does(tm
 
     class Recording(ClassificationTask):
         def normalizers(self, batch):  # runs while the step is traced
-            seen.append(grappler_disabled())
+            seen.append(rewrites())
             return super().normalizers(batch)
 
     task = Recording.__new__(Recording)
     task.regression, task.multi_label = False, False
-    before = grappler_disabled()
+    before = rewrites()
     losses, _ = _ours(tmp_path / "ours", model, task,
                       _classifier_batches(np.random.default_rng(2), 3), 1e-2)
-    assert seen and all(seen)
-    assert grappler_disabled() == before is False
+    assert seen and all(r.meta_optimizer_iterations == one for r in seen)
+    assert all(not r.disable_meta_optimizer and r.remapping != r.OFF and
+               r.arithmetic_optimization != r.OFF for r in seen)
+    assert rewrites() == before and before.meta_optimizer_iterations != one
     assert np.all(np.isfinite(losses))

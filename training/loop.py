@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
-from tensorflow.core.protobuf import config_pb2
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context as eager_context
 
 from common.progress import format_duration
@@ -79,10 +79,11 @@ def without_autotune_thread(dataset):
     return dataset.with_options(options)
 
 
-# Grappler (TensorFlow's graph optimizer) off for the training step on CPU-only hosts: its
-# two passes over the step's ~6,500 nodes cost a second or more on the first call and
-# its fusions did not make the steps faster on CPU (bench/RESULTS.md, Fine-tuning speed).
-TRAIN_WITHOUT_GRAPPLER_ON_CPU = True
+# On CPU-only hosts the training step's graph is optimised by one iteration of Grappler's
+# passes instead of TensorFlow's default two: the second cost about half a second at the
+# first step and made no step faster. (Fewer passes made the steps slower: without
+# Grappler 0.88x, with its remapper alone 0.83x; bench/RESULTS.md, Pre-training step.)
+TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU = True
 
 
 def accelerators_present():
@@ -91,12 +92,13 @@ def accelerators_present():
                 tf.config.list_logical_devices("TPU"))
 
 
-def call_options_without_grappler():
-    """This thread's function call options (what `tf.function` calls and nested calls
-    traced in this thread run with) with Grappler's meta-optimizer disabled."""
+def call_options_with_one_grappler_iteration():
+    """This thread's function call options (what `tf.function` calls, and the calls traced
+    in them, run with), Grappler's passes run once instead of twice."""
     current = eager_context.context().function_call_options
     config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
-    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    config.graph_options.rewrite_options.meta_optimizer_iterations = \
+        rewriter_config_pb2.RewriterConfig.ONE
     return eager_context.FunctionCallOptions(executor_type=current.executor_type,
                                              config_proto=config)
 
@@ -240,9 +242,9 @@ class Trainer:
         self._train_loop = tf.function(self._loop)
         # One options object for every call: the same options find the same compiled
         # function again.
-        self._call_options = (call_options_without_grappler()
-                              if TRAIN_WITHOUT_GRAPPLER_ON_CPU and not accelerators_present()
-                              else None)
+        self._call_options = (call_options_with_one_grappler_iteration()
+                              if TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU and
+                              not accelerators_present() else None)
         self._writer = None
         self._metrics = None
         self._started = (time.perf_counter(), 0)
