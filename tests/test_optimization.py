@@ -170,7 +170,9 @@ def test_unknown_optimizer_is_named(tiny_config_dict):
 
 def test_on_one_device_each_variable_is_updated_by_one_fused_kernel():
     """The update above, on plain (not mirrored) variables, runs as TensorFlow's fused
-    Adam kernel, one op per variable, and gives the unfused computation's values."""
+    Adam kernel, one op per variable, all given one learning-rate tensor, and gives the
+    unfused computation's values: in two traced graphs and eagerly, with the learning
+    rate changed between steps."""
     import tensorflow as tf
 
     values = [np.full((4, 3), 0.5, np.float32), np.full((3,), -0.25, np.float32)]
@@ -183,12 +185,18 @@ def test_on_one_device_each_variable_is_updated_by_one_fused_kernel():
         optimizer.build(variables)
         if not fused:
             optimizer._fused_update = lambda *args: False
-        step = tf.function(lambda: optimizer.apply([tf.constant(g) for g in grads],
-                                                   variables), autograph=False)
-        graph = step.get_concrete_function().graph
+
+        def apply():
+            return optimizer.apply([tf.constant(g) for g in grads], variables)
+
+        first, second = (tf.function(apply, autograph=False) for _ in range(2))
+        graph = first.get_concrete_function().graph
         kernels = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
         assert len(kernels) == (2 if fused else 0)
-        for _ in range(3):
+        assert len({op.inputs[5].ref() for op in kernels}) <= 1  # one lr for all
+        for step, learning_rate in [(first, 0.05), (second, 0.05), (apply, 0.02),
+                                    (first, 0.03), (second, 0.01), (apply, 0.04)]:
+            optimizer.learning_rate = learning_rate
             step()
         results[fused] = [v.numpy() for v in variables]
     for a, b in zip(results[True], results[False]):

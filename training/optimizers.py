@@ -24,6 +24,8 @@ cross-replica sum (`_PreReducedGradients`).
 
 import math
 import re
+import types
+import weakref
 
 import keras
 import numpy as np
@@ -114,9 +116,9 @@ class AdamWeightDecay(_AdamMoments):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
-        lr = ops.cast(learning_rate, variable.dtype)
-        if self._fused_update(gradient, variable, lr):
+        if self._fused_update(gradient, variable, learning_rate):
             return
+        lr = ops.cast(learning_rate, variable.dtype)
         m, v = self._update_moments(gradient, variable)
         update = m / (ops.sqrt(v) + self.epsilon)
         if self.weight_decay_rate and self._decays(variable):
@@ -132,7 +134,37 @@ class AdamWeightDecay(_AdamMoments):
         a2 = _kernel_moment_ratios(self.beta_2, dtype)
         return math.sqrt(a2) / a1, math.sqrt(a2)
 
-    def _fused_update(self, gradient, variable, lr):
+    def _kernel_arguments(self, learning_rate, dtype):
+        """`ResourceApplyAdam`'s scalar arguments for this step's `learning_rate` (the
+        one object every variable's update is given) in `dtype`: (lr * weight_decay_rate,
+        the kernel's lr, beta_1, beta_2, epsilon, 0). Made once per step and dtype and
+        shared by every variable's update, not once per variable: a hundred variables'
+        casts and constants cost the step's tracing and graph optimisation. Only while
+        tracing, and per graph: a learning-rate variable is the same object in every trace
+        and every eager step, and its value changes."""
+        import tensorflow as tf
+        def arguments():
+            lr = ops.cast(learning_rate, dtype)
+            lr_scale, epsilon_scale = self._kernel_scales(dtype)
+            return (lr * self.weight_decay_rate, lr * lr_scale,
+                    tf.constant(self.beta_1, dtype), tf.constant(self.beta_2, dtype),
+                    tf.constant(self.epsilon * epsilon_scale, dtype), tf.zeros([], dtype))
+        if tf.executing_eagerly():
+            return arguments()
+        graph = tf.compat.v1.get_default_graph()
+        # A namespace, not a tuple or dict, which Keras would track (and copy); weak: it
+        # keeps no graph alive.
+        cache = getattr(self, "_kernel_argument_cache", None)
+        if cache is None or cache.step != id(learning_rate) or cache.graph() is not graph:
+            cache = types.SimpleNamespace(step=id(learning_rate), graph=weakref.ref(graph),
+                                          arguments={})
+            self._kernel_argument_cache = cache
+        key = str(dtype)
+        if key not in cache.arguments:
+            cache.arguments[key] = arguments()
+        return cache.arguments[key]
+
+    def _fused_update(self, gradient, variable, learning_rate):
         """The same update as TensorFlow's fused Adam kernel (`ResourceApplyAdam`: one op
         per variable instead of about fifteen, which the step's tracing, its graph
         optimisation and each step pay for), where the variable and its moments are plain
@@ -152,17 +184,14 @@ class AdamWeightDecay(_AdamMoments):
         values = [_resource_variable(x) for x in (variable, self._m[index], self._v[index])]
         if any(x is None for x in values):
             return False
+        decay, kernel_lr, beta_1, beta_2, epsilon, zero = self._kernel_arguments(
+            learning_rate, variable.dtype)
         if self.weight_decay_rate and self._decays(variable):
-            values[0].assign_sub(lr * self.weight_decay_rate * values[0])
-        lr_scale, epsilon_scale = self._kernel_scales(variable.dtype)
-        zero = tf.zeros([], variable.dtype)
+            values[0].assign_sub(decay * values[0])
         tf.raw_ops.ResourceApplyAdam(
             var=values[0].handle, m=values[1].handle, v=values[2].handle,
-            beta1_power=zero, beta2_power=zero, lr=lr * lr_scale,
-            beta1=tf.constant(self.beta_1, variable.dtype),
-            beta2=tf.constant(self.beta_2, variable.dtype),
-            epsilon=tf.constant(self.epsilon * epsilon_scale, variable.dtype),
-            grad=tf.cast(gradient, variable.dtype))
+            beta1_power=zero, beta2_power=zero, lr=kernel_lr, beta1=beta_1, beta2=beta_2,
+            epsilon=epsilon, grad=tf.cast(gradient, variable.dtype))
         return True
 
 
