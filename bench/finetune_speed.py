@@ -24,6 +24,9 @@ exit (start-up, reading and tokenizing, training, scoring dev included):
                      otherwise default flags
   hf_process         a process running the hf loop above and its dev scoring, after
                      importing torch and transformers and tokenizing
+  baseline_process   `process` run from another checkout (`--baseline_root`, e.g. a
+                     `git worktree` of an older commit): before and after a change, each
+                     with its time breakdown, in alternating rounds
 
 Prints a Markdown table with dev accuracies.
 
@@ -62,7 +65,11 @@ class Settings(harness.SharedData, harness.Rounds, harness.Threads, harness.Work
                         help="Comma-separated runs: ours (default flags), unskipped (the "
                         "padding computed), bucketed, padded, grappler (two Grappler "
                         "iterations for the training step), hf (Hugging Face's PyTorch "
-                        "loop); process and hf_process: the same two as whole processes.")
+                        "loop); process and hf_process: the same two as whole processes; "
+                        "baseline_process: process from --baseline_root.")
+    baseline_root: str = setting('', help="A checkout of this repository (e.g. `git worktree "
+                                 "add /tmp/base <commit>`) whose run_classifier.py the "
+                                 "baseline_process run launches.")
     hf_seed: Optional[int] = setting(None, help="Internal: run the hf loop with this seed "
                                      "in this process (hf_process) and print its result.")
 
@@ -74,7 +81,8 @@ NAMES = {"ours": "ours (default: batches cut to their longest, real tokens only)
          "grappler": "ours, two Grappler iterations for the training step (before)",
          "hf": "Hugging Face PyTorch loop (dynamic padding)",
          "process": "run_classifier.py, whole process (default flags)",
-         "hf_process": "Hugging Face loop, whole process"}
+         "hf_process": "Hugging Face loop, whole process",
+         "baseline_process": "run_classifier.py from --baseline_root, whole process"}
 
 
 def main(settings):
@@ -101,7 +109,7 @@ def main(settings):
             out = out_of[name] = os.path.join(work, f"out_{name}_{r}")
             if name == "hf":
                 got = hugging_face(settings, model_dir, train, dev, r)
-            elif name in ("process", "hf_process"):
+            elif name in ("process", "hf_process", "baseline_process"):
                 got = whole_process(name, settings, model_dir, data, out, r)
             else:
                 got = ours(settings, model_dir, data, out, name, r)
@@ -171,7 +179,10 @@ def whole_process(name, settings, model_dir, data, out, seed):
     hf loop in a process of its own, on `settings.threads` threads."""
     threads = {"TF_NUM_INTRAOP_THREADS": str(settings.threads),
                "OMP_NUM_THREADS": str(settings.threads)}
-    if name == "process":
+    if name in ("process", "baseline_process"):
+        root = ROOT if name == "process" else settings.baseline_root
+        if not os.path.exists(os.path.join(root, "run_classifier.py")):
+            raise ValueError(f"--baseline_root={root!r}: no run_classifier.py there.")
         shutil.rmtree(out, ignore_errors=True)
         launched = time.time()
         seconds, _ = harness.in_fresh_process(
@@ -182,7 +193,7 @@ def whole_process(name, settings, model_dir, data, out, seed):
              "--do_train", "--do_eval", f"--max_seq_length={settings.max_seq_length}",
              f"--train_batch_size={settings.batch_size}",
              f"--learning_rate={settings.learning_rate}", "--num_train_epochs=1",
-             f"--seed={seed}", f"--output_dir={out}"], cwd=ROOT, env=threads)
+             f"--seed={seed}", f"--output_dir={out}"], cwd=root, env=threads)
         with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
             results = dict(line.split(" = ") for line in f.read().splitlines() if " = " in line)
         parts = breakdown(os.path.join(out, "log.txt"), launched, launched + seconds)
