@@ -44,7 +44,6 @@ from absl import logging
 
 from common import file_io
 from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
-from text.graph_tokenizer import require_text
 from text.tokenization import check_vocabulary_fits, validate_case_matches_checkpoint
 from training import (
     best_checkpoint,
@@ -387,6 +386,7 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
     file_io.refuse_inputs_as_outputs({"export_dir": export_dir},
                                      dict(inputs, output_dir=output_dir))
     if export_dir and task.export_takes_text:  # fail now, not after training
+        from text.graph_tokenizer import require_text  # tensorflow-text: 0.2 s to import
         require_text(f"--export_dir={export_dir} (a SavedModel that takes raw text)")
     if do_train and distribution.is_chief(strategy):
         record_export_settings(task, output_dir)

@@ -24,7 +24,6 @@ from common.scores import mean_over_windows, sigmoid, softmax
 from modeling import BertClassifier
 from tasks.classification import data, features, metrics, submission
 from tasks.classification.config import ClassificationExportOptions
-from tasks.classification.export import save_for_export
 from training import loop
 from training.task import (
     Task,
@@ -247,6 +246,8 @@ class ClassificationTask(Task):
 
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
+        # here, not at the top: the export's modules import tensorflow-text (0.2 s)
+        from tasks.classification.export import save_for_export
         save_for_export(model, export_dir, self.export_options(), c.vocab_file,
                         c.do_lower_case, c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (signatures serving_default: raw text, "

@@ -18,7 +18,6 @@ from absl import logging
 from common import tables
 from common.scores import softmax
 from tasks.multiple_choice import data, features
-from tasks.multiple_choice.export import save_for_export
 from tasks.multiple_choice.model import BertMultipleChoice
 from text.tokenization import FullTokenizer
 from training import loop
@@ -134,6 +133,8 @@ class MultipleChoiceTask(Task):
 
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
+        # here, not at the top: the export's modules import tensorflow-text (0.2 s)
+        from tasks.multiple_choice.export import save_for_export
         save_for_export(model, export_dir, None, c.vocab_file, c.do_lower_case,
                         c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (serving_default: context, question, "

@@ -20,7 +20,6 @@ from common import file_io, tables
 from modeling import BertTokenClassifier
 from tasks.tagging import conll, features, metrics
 from tasks.tagging.config import TaggingExportOptions
-from tasks.tagging.export import save_for_export
 from text.tokenization import FullTokenizer
 from training import loop
 from training.task import (
@@ -175,6 +174,8 @@ class TaggingTask(Task):
 
     def export(self, model, export_dir, tflite_quantize=False):
         c = self.config
+        # here, not at the top: the export's modules import tensorflow-text (0.2 s)
+        from tasks.tagging.export import save_for_export
         save_for_export(model, export_dir, self.export_options(), c.vocab_file,
                         c.do_lower_case, c.max_seq_length, tflite_quantize=tflite_quantize)
         logging.info("Exported a SavedModel to %s (serving_default: a sentence -> entities "
