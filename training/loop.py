@@ -297,7 +297,8 @@ class Trainer:
         strategy = self.strategy
         loss_sum = tf.constant(0.0)
         norm_sum = tf.constant(0.0)
-        stats_sum = None
+        names = self.task.statistic_names()
+        stats_sum = None if names is None else {name: tf.constant(0.0) for name in names}
         last_loss = tf.constant(0.0)
         steps = tf.constant(0)
         stopped = tf.constant(0)
@@ -311,6 +312,10 @@ class Trainer:
             grad_norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
             stats = {name: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
                      for name, value in stats.items()}
+            if names is not None and sorted(stats) != sorted(names):
+                raise ValueError(f"{type(self.task).__name__}.loss returns the statistics "
+                                 f"{sorted(stats)}; its statistic_names() says "
+                                 f"{sorted(names)}.")
             self.global_step.assign_add(1)
             steps += 1
             last_loss = loss

@@ -239,6 +239,10 @@ class PretrainingTask(Task):
     def _lm_name(self):
         return "lm" if self.objective == "ltr" else "masked_lm"
 
+    def statistic_names(self):
+        names = (f"{self._lm_name()}_loss", "tokens")
+        return names + ("next_sentence_loss",) if self.objective == "mlm_nsp" else names
+
     def loss(self, model, batch, normalizers, training):
         """This (micro-)batch's share of the global loss, and its share of each logged
         statistic."""
