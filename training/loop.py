@@ -233,9 +233,9 @@ class Trainer:
         self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
         if jit_compile:  # XLA compiles one static shape: the real tokens' count is not
             task.skip_padding = False
-        # A function of its own, so that AutoGraph's two traces of `_loop`'s body (the
-        # first finds the structure of the statistics it sums) reuse one trace of the step
-        # (the model's forward and backward pass, the clipping, the update); AutoGraph
+        # A function of its own: the step (the model's forward and backward pass, the
+        # clipping, the update) traced once, whatever `_loop`'s tracing does around it
+        # (a task without `statistic_names` has AutoGraph stage its body twice); AutoGraph
         # only for the accumulation's loop over micro-batches.
         self._replica_step_fn = tf.function(self._replica_step,
                                             autograph=self.accumulation > 1)
