@@ -70,6 +70,10 @@ class Settings(harness.SharedData, harness.Rounds, harness.Threads, harness.Work
     baseline_root: str = setting('', help="A checkout of this repository (e.g. `git worktree "
                                  "add /tmp/base <commit>`) whose run_classifier.py the "
                                  "baseline_process run launches.")
+    process_flags: str = setting('', help="Comma-separated flags added to the process and "
+                                 "baseline_process command lines, e.g. "
+                                 "--iterations_per_loop=1,--log_steps=1 (then the breakdown's "
+                                 "tracing is the first step's excess over the others).")
     hf_seed: Optional[int] = setting(None, help="Internal: run the hf loop with this seed "
                                      "in this process (hf_process) and print its result.")
 
@@ -193,7 +197,9 @@ def whole_process(name, settings, model_dir, data, out, seed):
              "--do_train", "--do_eval", f"--max_seq_length={settings.max_seq_length}",
              f"--train_batch_size={settings.batch_size}",
              f"--learning_rate={settings.learning_rate}", "--num_train_epochs=1",
-             f"--seed={seed}", f"--output_dir={out}"], cwd=root, env=threads)
+             f"--seed={seed}", f"--output_dir={out}"] +
+            [flag for flag in settings.process_flags.split(",") if flag],
+            cwd=root, env=threads)
         with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
             results = dict(line.split(" = ") for line in f.read().splitlines() if " = " in line)
         parts = breakdown(os.path.join(out, "log.txt"), launched, launched + seconds)
