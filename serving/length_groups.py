@@ -58,6 +58,8 @@ def run_in_groups(model, inputs, multiple, sequence_outputs=(), overhead=GROUP_O
     `plan_groups`) and put back in the rows' order. `sequence_outputs`: the outputs
     with a position axis after the row axis; they are padded back with zeros to the
     request's length (positions past a row's group's length are padding)."""
+    if len(inputs["input_mask"]) < 2:  # one row, already padded to its own length
+        return model(inputs)
     lengths = row_lengths(inputs["input_mask"])
     groups = plan_groups(lengths, multiple, overhead)
     if len(groups) == 1:
