@@ -39,6 +39,10 @@ def mean_over_windows(values, rows, num_rows):
     """
     values = np.asarray(values, np.float64)
     rows = np.asarray(rows)
+    if len(rows) == num_rows:  # a window a row (each has one): no sum, no scatter-add
+        means = np.empty_like(values)
+        means[rows] = values
+        return means
     sums = np.zeros((num_rows,) + values.shape[1:], np.float64)
     np.add.at(sums, rows, values)
     counts = np.bincount(rows, minlength=num_rows)
