@@ -128,9 +128,6 @@ class ClassificationTask(Task):
         return TrainInput(dataset_fn, steps, warmup, sequences)
 
     # ------------------------------------------------------------------ the loss
-    def statistic_names(self):
-        return ("tokens",)
-
     def loss(self, model, batch, normalizers, training):
         logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         if self.regression:

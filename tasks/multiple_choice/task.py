@@ -82,9 +82,6 @@ class MultipleChoiceTask(Task):
             steps, warmup, count)
 
     # ------------------------------------------------------------------ the loss
-    def statistic_names(self):
-        return ("tokens",)
-
     def loss(self, model, batch, normalizers, training):
         logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(

@@ -114,9 +114,6 @@ class SquadTask(Task):
         return TrainInput(array_dataset_fn(self.train_arrays, global_batch_size, seed),
                           steps, warmup, len(self.train_examples))
 
-    def statistic_names(self):
-        return ("tokens",)
-
     def loss(self, model, batch, normalizers, training):
         out = model(model_inputs(batch), training=training)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits

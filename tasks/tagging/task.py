@@ -112,9 +112,6 @@ class TaggingTask(Task):
     def normalizers(self, batch):
         return {"labelled": tf.reduce_sum(batch["label_weights"])}
 
-    def statistic_names(self):
-        return ("tokens",)
-
     def loss(self, model, batch, normalizers, training):
         logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=batch["label_ids"],
