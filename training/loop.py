@@ -82,7 +82,8 @@ def without_autotune_thread(dataset):
 # On CPU-only hosts the training step's graph is optimised by one iteration of Grappler's
 # passes instead of TensorFlow's default two: the second cost about half a second at the
 # first step and made no step faster. (Fewer passes made the steps slower: without
-# Grappler 0.88x, with its remapper alone 0.83x; bench/RESULTS.md, Pre-training step.)
+# Grappler 0.83-0.88x, with its remapper alone 0.83x; research/RESULTS-archive.md,
+# "Grappler's passes for the training step".)
 TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU = True
 
 
