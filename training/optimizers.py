@@ -155,8 +155,8 @@ class AdamWeightDecay(_AdamMoments):
         # A namespace, not a tuple or dict, which Keras would track (and copy); weak: it
         # keeps no graph alive.
         cache = getattr(self, "_kernel_argument_cache", None)
-        if cache is None or cache.step != id(learning_rate) or cache.graph() is not graph:
-            cache = types.SimpleNamespace(step=id(learning_rate), graph=weakref.ref(graph),
+        if cache is None or cache.learning_rate != id(learning_rate) or cache.graph() is not graph:
+            cache = types.SimpleNamespace(learning_rate=id(learning_rate), graph=weakref.ref(graph),
                                           arguments={})
             self._kernel_argument_cache = cache
         key = str(dtype)
