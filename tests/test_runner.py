@@ -115,6 +115,7 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
                     f"--export_dir={export}"], check=True, capture_output=True,
                    env=dict(os.environ, PYTHONPATH=ROOT))
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the export's raw-text signature's ops)
     ids = np.array([[2, 5, 9, 3, 0, 0]], np.int32)
     inputs = {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
               "segment_ids": np.zeros_like(ids)}
