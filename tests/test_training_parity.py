@@ -203,8 +203,9 @@ def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_nothing_else_d
         tmp_path):
     """The training loop is called (and traced) with one iteration of Grappler's passes on
     a CPU-only host (training.loop.TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU), every pass
-    still on; the thread's own options, which evaluation and serving run with, are left
-    as they were (TensorFlow's default: two iterations)."""
+    still on but the layout and memory optimisers (GPU work); the thread's own options,
+    which evaluation and serving run with, are left as they were (TensorFlow's default:
+    two iterations, every pass)."""
     from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.eager import context as eager_context
 
@@ -231,16 +232,32 @@ def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_nothing_else_d
                       _classifier_batches(np.random.default_rng(2), 3), 1e-2)
     assert seen and all(r.meta_optimizer_iterations == one for r in seen)
     assert all(not r.disable_meta_optimizer and r.remapping != r.OFF and
-               r.arithmetic_optimization != r.OFF for r in seen)
+               r.arithmetic_optimization != r.OFF and r.constant_folding != r.OFF
+               for r in seen)
+    assert all(r.layout_optimizer == r.OFF and r.memory_optimization == r.NO_MEM_OPT
+               for r in seen)
     assert rewrites() == before and before.meta_optimizer_iterations != one
+    assert before.layout_optimizer != before.OFF
     assert np.all(np.isfinite(losses))
+
+
+def _enclosing_functions():
+    """How many function graphs enclose the code running now (0: eager)."""
+    graph, depth = tf.compat.v1.get_default_graph(), 0
+    while graph is not None and hasattr(graph, "outer_graph"):  # a FuncGraph
+        depth, graph = depth + 1, graph.outer_graph
+    return depth
 
 
 def test_the_training_step_is_not_staged_first_as_a_trial(tmp_path, monkeypatch):
     """The loop starts the sums of the task's statistics at zero (`statistic_names`), so
     AutoGraph does not stage a trial iteration of the loop's body to learn what they are
-    (0.3 s of the 2 s a MiniLM fine-tuning step takes to trace). A task that does not
-    say (None) gets the trial, and the same losses."""
+    (0.3 s of the 2 s a MiniLM fine-tuning step takes to trace), and the step is traced
+    straight into the loop's body: its loss sits two function graphs deep (the loop
+    and its body), not inside functions of its own, each of which captured every
+    variable again (0.4-0.5 s of a MiniLM trace). A task that does not say (None) gets
+    the trial, its step a function of its own (traced once for both stagings), and the
+    same losses."""
     from tensorflow.python.autograph.operators import control_flow
 
     trials = []
@@ -249,7 +266,7 @@ def test_the_training_step_is_not_staged_first_as_a_trial(tmp_path, monkeypatch)
                         lambda *args: trials.append(1) or staged(*args))
     config, _, checkpoint = _setup(tmp_path, ("classifier",))
     batches = _classifier_batches(np.random.default_rng(2), 3)
-    counts, losses = {}, {}
+    counts, losses, nesting = {}, {}, {}
     for declared in (True, False):
         model = BertClassifier(config, 3, dropout_rate=0.0)
         load_checkpoint(model, checkpoint, strict=True)
@@ -258,10 +275,17 @@ def test_the_training_step_is_not_staged_first_as_a_trial(tmp_path, monkeypatch)
             def statistic_names(self, declared=declared):
                 return super().statistic_names() if declared else None
 
+            def loss(self, *args, **kwargs):
+                depths.append(_enclosing_functions())
+                return super().loss(*args, **kwargs)
+
         task = Task.__new__(Task)
         task.regression, task.multi_label = False, False
         trials.clear()
+        depths = []
         losses[declared], _ = _ours(tmp_path / str(declared), model, task, batches, 1e-2)
         counts[declared] = len(trials)
+        nesting[declared] = depths
     assert counts[True] == 0 and counts[False] >= 1
+    assert nesting[True] == [2] and nesting[False] == [3]
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-6)

@@ -81,9 +81,13 @@ def without_autotune_thread(dataset):
 
 # On CPU-only hosts the training step's graph is optimised by one iteration of Grappler's
 # passes instead of TensorFlow's default two: the second cost about half a second at the
-# first step and made no step faster. (Fewer passes made the steps slower: without
-# Grappler 0.83-0.88x, with its remapper alone 0.83x; research/RESULTS-archive.md,
-# "Grappler's passes for the training step".)
+# first step and made no step faster. Two passes that change nothing on a CPU are off:
+# the layout optimiser (it transposes convolutions' tensors for GPUs) and the memory
+# optimiser (swapping to host memory, recomputation it is asked for); they left the
+# MiniLM step's graph as they found it, node for node, and took 0.28 s of its 1.3 s of
+# optimisation. The other passes stay: fewer made the steps slower (without Grappler
+# 0.83-0.88x, with its remapper alone 0.83x, without constant folding 0.91x;
+# research/RESULTS-archive.md, "Grappler's passes for the training step").
 TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU = True
 
 
@@ -95,11 +99,14 @@ def accelerators_present():
 
 def call_options_with_one_grappler_iteration():
     """This thread's function call options (what `tf.function` calls, and the calls traced
-    in them, run with), Grappler's passes run once instead of twice."""
+    in them, run with), Grappler's passes run once instead of twice, without the layout
+    and memory optimisers (see TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU)."""
     current = eager_context.context().function_call_options
     config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
-    config.graph_options.rewrite_options.meta_optimizer_iterations = \
-        rewriter_config_pb2.RewriterConfig.ONE
+    rewrites = config.graph_options.rewrite_options
+    rewrites.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrites.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
+    rewrites.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
     return eager_context.FunctionCallOptions(executor_type=current.executor_type,
                                              config_proto=config)
 
@@ -231,15 +238,26 @@ class Trainer:
         self._stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         # AutoGraph only where a loop runs over tensors (`_loop`, the accumulation): the
         # model's code has no such loop, and rewriting it cost seconds per run.
-        self._grad_fn = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
+        # The step's ops go straight into the loop's graph where nothing asks for a
+        # function of their own: a nested `tf.function` captures every variable (and the
+        # optimizer's slots) again and builds a call op, which cost 0.4-0.5 s of a MiniLM
+        # step's 2.2-2.6 s trace (research/RESULTS-archive.md); Grappler inlines the
+        # calls anyway, so the step runs the same ops either way. Functions remain for
+        # XLA (it compiles a function), for the accumulation (its first micro-batch and
+        # its loop share one trace of the gradient), and for a task without
+        # `statistic_names` (AutoGraph stages `_loop`'s body twice: the step traced once).
+        own_gradient_function = jit_compile or self.accumulation > 1
+        self._grad_fn = (tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
+                         if own_gradient_function else
+                         tf.autograph.experimental.do_not_convert(self._gradients))
         if jit_compile:  # XLA compiles one static shape: the real tokens' count is not
             task.skip_padding = False
-        # A function of its own: the step (the model's forward and backward pass, the
-        # clipping, the update) traced once, whatever `_loop`'s tracing does around it
-        # (a task without `statistic_names` has AutoGraph stage its body twice); AutoGraph
-        # only for the accumulation's loop over micro-batches.
-        self._replica_step_fn = tf.function(self._replica_step,
-                                            autograph=self.accumulation > 1)
+        if self.accumulation > 1 or task.statistic_names() is None:
+            self._replica_step_fn = tf.function(self._replica_step,
+                                                autograph=self.accumulation > 1)
+        else:
+            self._replica_step_fn = tf.autograph.experimental.do_not_convert(
+                self._replica_step)
         self._train_loop = tf.function(self._loop)
         # One options object for every call: the same options find the same compiled
         # function again.
