@@ -236,29 +236,22 @@ class Trainer:
         self._variables = model.trainable_variables
         # Set from another thread when SIGTERM/SIGINT arrives (`training.preemption`).
         self._stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
-        # AutoGraph only where a loop runs over tensors (`_loop`, the accumulation): the
-        # model's code has no such loop, and rewriting it cost seconds per run.
-        # The step's ops go straight into the loop's graph where nothing asks for a
-        # function of their own: a nested `tf.function` captures every variable (and the
-        # optimizer's slots) again and builds a call op, which cost 0.4-0.5 s of a MiniLM
-        # step's 2.2-2.6 s trace (research/RESULTS-archive.md); Grappler inlines the
-        # calls anyway, so the step runs the same ops either way. Functions remain for
-        # XLA (it compiles a function), for the accumulation (its first micro-batch and
-        # its loop share one trace of the gradient), and for a task without
-        # `statistic_names` (AutoGraph stages `_loop`'s body twice: the step traced once).
-        own_gradient_function = jit_compile or self.accumulation > 1
+        # AutoGraph only for the accumulation's loop over micro-batches (`_loop` writes its
+        # `tf.while_loop` out): the model's code has no such loop, and rewriting it cost
+        # seconds per run. The step's ops go straight into the loop's graph where nothing
+        # asks for a function of their own: a nested `tf.function` captures every
+        # variable (and the optimizer's slots) again and builds a call op, which cost
+        # 0.4-0.5 s of a MiniLM step's 2.2-2.6 s trace (research/RESULTS-archive.md);
+        # Grappler inlines the calls anyway, so the step runs the same ops either way.
+        # Functions remain for XLA (it compiles a function) and for the accumulation (its
+        # first micro-batch and its loop share one trace of the gradient).
         self._grad_fn = (tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
-                         if own_gradient_function else
-                         tf.autograph.experimental.do_not_convert(self._gradients))
+                         if jit_compile or self.accumulation > 1 else self._gradients)
         if jit_compile:  # XLA compiles one static shape: the real tokens' count is not
             task.skip_padding = False
-        if self.accumulation > 1 or task.statistic_names() is None:
-            self._replica_step_fn = tf.function(self._replica_step,
-                                                autograph=self.accumulation > 1)
-        else:
-            self._replica_step_fn = tf.autograph.experimental.do_not_convert(
-                self._replica_step)
-        self._train_loop = tf.function(self._loop)
+        self._replica_step_fn = (tf.function(self._replica_step, autograph=True)
+                                 if self.accumulation > 1 else self._replica_step)
+        self._train_loop = tf.function(self._loop, autograph=False)
         # One options object for every call: the same options find the same compiled
         # function again.
         self._call_options = (call_options_with_one_grappler_iteration()
@@ -313,37 +306,44 @@ class Trainer:
         return loss, grad_norm, stats, stop
 
     def _loop(self, iterator, num_steps):
+        """Up to `num_steps` steps in one graph: a `tf.while_loop` written out (AutoGraph's
+        rewrite of the same Python loop cost 0.2 s a run), ended early by a non-finite
+        loss or a stop request. The sums start at zero, the statistics' under the names
+        the task declares (`statistic_names`)."""
         strategy = self.strategy
-        loss_sum = tf.constant(0.0)
-        norm_sum = tf.constant(0.0)
         names = self.task.statistic_names()
-        stats_sum = None if names is None else {name: tf.constant(0.0) for name in names}
-        last_loss = tf.constant(0.0)
-        steps = tf.constant(0)
-        stopped = tf.constant(0)
-        for _ in tf.range(num_steps):
+        if names is None or isinstance(names, str):
+            raise ValueError(f"{type(self.task).__name__}.statistic_names() must return the "
+                             f"names of the statistics its loss returns (a tuple of str), "
+                             f"got {names!r}.")
+        mean, total = tf.distribute.ReduceOp.MEAN, tf.distribute.ReduceOp.SUM
+
+        def step(steps, stopped, loss_sum, norm_sum, last_loss, stats_sum):
+            del last_loss
             batch = next(iterator)
             loss, grad_norm, stats, stop = strategy.run(self._replica_step_fn,
                                                         args=(batch,))
-            stopped = strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
-            # Values are all-reduced already: every replica holds the same number.
-            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
-            grad_norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
-            stats = {name: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-                     for name, value in stats.items()}
-            if names is not None and sorted(stats) != sorted(names):
+            if sorted(stats) != sorted(names):
                 raise ValueError(f"{type(self.task).__name__}.loss returns the statistics "
                                  f"{sorted(stats)}; its statistic_names() says "
                                  f"{sorted(names)}.")
+            stopped = strategy.reduce(total, stop, axis=None)
+            # Values are all-reduced already: every replica holds the same number.
+            loss = strategy.reduce(mean, loss, axis=None)
+            grad_norm = strategy.reduce(mean, grad_norm, axis=None)
+            stats = {name: strategy.reduce(mean, stats[name], axis=None) for name in names}
             self.global_step.assign_add(1)
-            steps += 1
-            last_loss = loss
-            loss_sum += loss
-            norm_sum += grad_norm
-            stats_sum = stats if stats_sum is None else {
-                name: stats_sum[name] + stats[name] for name in stats}
-            if not tf.math.is_finite(loss) or stopped > 0:
-                break
+            return (steps + 1, stopped, loss_sum + loss, norm_sum + grad_norm, loss,
+                    {name: stats_sum[name] + stats[name] for name in names})
+
+        def going_on(steps, stopped, loss_sum, norm_sum, last_loss, stats_sum):
+            del loss_sum, norm_sum, stats_sum
+            return (steps < num_steps) & (stopped == 0) & tf.math.is_finite(last_loss)
+
+        zero = tf.constant(0.0)
+        steps, stopped, loss_sum, norm_sum, last_loss, stats_sum = tf.while_loop(
+            going_on, step, (tf.constant(0), tf.constant(0), zero, zero, zero,
+                             {name: zero for name in names}))
         return {"steps": steps, "loss_sum": loss_sum, "grad_norm_sum": norm_sum,
                 "last_loss": last_loss, "stats_sum": stats_sum, "stopped": stopped}
 
