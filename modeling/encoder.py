@@ -15,7 +15,6 @@ from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_add
 from modeling.layers.attention import causal_mask_adder, real_token_index
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
-from modeling.shared_block_trace import shared_block_call
 
 # Constructor argument -> BertConfig field (the original's name).
 _CONFIG_FIELDS = {
@@ -268,11 +267,8 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     if index is not None:
         x = ops.take(ops.reshape(x, (-1, shape[2])), index, axis=0)
     encoder_outputs = []
-    shared = None if recompute else shared_block_call(blocks, training)
     for number, block in enumerate(blocks):
         def run(x, seed=None, block=block):
-            if shared is not None:  # one trace for every block (the training step)
-                return shared(block, x, mask_adder, index, seed)
             return block(x, mask_adder, training=training, token_index=index,
                          dropout_seed=seed)
         if block_seeds is None:

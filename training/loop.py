@@ -43,7 +43,6 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context as eager_context
 
 from common.progress import format_duration
-from modeling import shared_block_trace
 from modeling.inputs import INPUT_NAMES
 from modeling.padding import PAD_MULTIPLE
 from serving.length_groups import row_lengths
@@ -224,7 +223,6 @@ class Trainer:
         self.optimizer = optimizer
         self.model_dir = model_dir
         self.accumulation = int(gradient_accumulation_steps)
-        self._jit_compile = jit_compile
         if self.accumulation < 1:
             raise ValueError(f"--gradient_accumulation_steps must be >= 1, got "
                              f"{gradient_accumulation_steps}.")
@@ -265,11 +263,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ replica step
     def _gradients(self, batch, normalizers):
-        # The encoder's blocks share one traced function (not under XLA, which compiles
-        # the step whole), so the step traces and optimises one block, not each.
-        shared = (contextlib.nullcontext() if self._jit_compile else
-                  shared_block_trace.blocks_traced_once())
-        with tf.GradientTape() as tape, shared:
+        with tf.GradientTape() as tape:
             loss, stats = self.task.loss(self.model, batch, normalizers, training=True)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         grads = tape.gradient(scaled, self._variables)
