@@ -15,6 +15,7 @@ from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_add
 from modeling.layers.attention import causal_mask_adder, real_token_index
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
+from modeling.layers.layer_norm import LayerNormalization
 
 # Constructor argument -> BertConfig field (the original's name).
 _CONFIG_FIELDS = {
@@ -221,7 +222,7 @@ def _make_layers(c, dtype):
             dtype=dtype, name=f"transformer_layer_{i}")
         for i in range(c.num_hidden_layers)
     ]
-    final_norm = keras.layers.LayerNormalization(
+    final_norm = LayerNormalization(
         epsilon=LAYER_NORM_EPSILON, dtype=dtype, name="final_layer_norm") \
         if c.pre_layer_norm else None
     pooler = keras.layers.Dense(c.hidden_size, activation="tanh",

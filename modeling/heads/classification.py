@@ -8,6 +8,7 @@ sequence classification or regression in fine-tuning (GLUE, XNLI), and per-token
 
 import keras
 
+from modeling.layers.dropout import Dropout
 from modeling.layers.initializers import truncated_normal
 
 
@@ -39,8 +40,7 @@ class ClassificationHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy,
-                                            name="dropout")
+        self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="output")

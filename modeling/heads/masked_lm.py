@@ -9,6 +9,7 @@ from keras import ops
 from modeling.activations import get_activation
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
+from modeling.layers.layer_norm import LayerNormalization
 
 
 def gather_positions(sequence_output, positions):
@@ -61,7 +62,7 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_size, activation=get_activation(hidden_act),
             kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="transform")
-        self.transform_layer_norm = keras.layers.LayerNormalization(
+        self.transform_layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="transform_layer_norm")
 
     def build(self, input_shape=None):

@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from modeling.layers import seeded_dropout
+from modeling.layers.dropout import Dropout
 from modeling.layers.initializers import truncated_normal
 
 # The original masks padded keys by adding -10000 to their scores before the softmax
@@ -95,8 +96,8 @@ class SelfAttention(keras.layers.Layer):
         self.query = make("query")
         self.key = make("key")
         self.value = make("value")
-        self.dropout = keras.layers.Dropout(attention_probs_dropout_prob,
-                                            dtype=self.dtype_policy, name="dropout")
+        self.dropout = Dropout(attention_probs_dropout_prob, dtype=self.dtype_policy,
+                               name="dropout")
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value):

@@ -8,7 +8,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from modeling.layers.dropout import Dropout
 from modeling.layers.initializers import sinusoidal, truncated_normal
+from modeling.layers.layer_norm import LayerNormalization
 
 LAYER_NORM_EPSILON = 1e-12  # The original's hard-coded epsilon (Keras defaults to 1e-3).
 
@@ -51,10 +53,9 @@ class BertEmbeddings(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
         self.position_embedding_init = position_embedding_init
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy,
-                                            name="dropout")
+        self.dropout = Dropout(hidden_dropout_prob, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         init = truncated_normal(self.initializer_range)

@@ -11,6 +11,8 @@ once per forward pass.
 
 import tensorflow as tf
 
+from modeling.layers.dropout import drop
+
 
 def dropout(layer, x, training, seed, stream):
     """`layer` (a `keras.layers.Dropout`) applied to `x`; with `seed` (int32 [2]) and
@@ -18,5 +20,4 @@ def dropout(layer, x, training, seed, stream):
     `stream` (an int naming which dropout of the block this is)."""
     if seed is None or not training or not layer.rate:
         return layer(x, training=training)
-    folded = tf.random.experimental.stateless_fold_in(seed, stream)
-    return tf.nn.experimental.stateless_dropout(x, rate=layer.rate, seed=folded)
+    return drop(x, layer.rate, tf.random.experimental.stateless_fold_in(seed, stream))

@@ -10,8 +10,10 @@ from keras import ops
 from modeling.activations import get_activation
 from modeling.layers import seeded_dropout
 from modeling.layers.attention import SelfAttention
+from modeling.layers.dropout import Dropout
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
+from modeling.layers.layer_norm import LayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -82,18 +84,17 @@ class TransformerBlock(keras.layers.Layer):
             initializer_range=initializer_range, dtype=policy, name="self_attention")
         self.attention_output = keras.layers.Dense(
             hidden_size, kernel_initializer=init(), dtype=policy, name="attention_output")
-        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy,
-                                                      name="attention_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_dropout = Dropout(hidden_dropout_prob, dtype=policy,
+                                         name="attention_dropout")
+        self.attention_layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=policy, name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
             intermediate_size, activation=get_activation(hidden_act),
             kernel_initializer=init(), dtype=policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init(), dtype=policy, name="output")
-        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy,
-                                                   name="output_dropout")
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_dropout = Dropout(hidden_dropout_prob, dtype=policy, name="output_dropout")
+        self.output_layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=policy, name="output_layer_norm")
 
     def build(self, input_shape):
