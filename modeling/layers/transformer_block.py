@@ -7,7 +7,7 @@ Pipeline position: `BertEncoder` stacks `num_hidden_layers` of these.
 import keras
 from keras import ops
 
-from modeling.activations import get_activation
+from modeling.activations import get_activation, get_training_activation
 from modeling.layers import seeded_dropout
 from modeling.layers.attention import SelfAttention
 from modeling.layers.dropout import Dropout
@@ -88,9 +88,12 @@ class TransformerBlock(keras.layers.Layer):
                                          name="attention_dropout")
         self.attention_layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=policy, name="attention_layer_norm")
+        # The activation is applied after the layer (the same ops): in training, its
+        # backward pass written out (`modeling.activations.get_training_activation`).
         self.intermediate = keras.layers.Dense(
-            intermediate_size, activation=get_activation(hidden_act),
-            kernel_initializer=init(), dtype=policy, name="intermediate")
+            intermediate_size, kernel_initializer=init(), dtype=policy, name="intermediate")
+        self._activation = get_activation(hidden_act)
+        self._training_activation = get_training_activation(hidden_act)
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init(), dtype=policy, name="output")
         self.output_dropout = Dropout(hidden_dropout_prob, dtype=policy, name="output_dropout")
@@ -120,15 +123,21 @@ class TransformerBlock(keras.layers.Layer):
         def drop(layer, t, stream):
             return seeded_dropout.dropout(layer, t, training, dropout_seed, stream)
 
+        activation = self._training_activation if training else self._activation
+
+        def feed_forward(t):
+            hidden = self.intermediate(t)
+            return self.output_dense(activation(hidden) if activation else hidden)
+
         if self.pre_layer_norm:
             attn = self.attention_output(attend(self.attention_layer_norm(tokens)))
             attn = tokens + drop(self.attention_dropout, attn, 1)
-            out = self.output_dense(self.intermediate(self.output_layer_norm(attn)))
+            out = feed_forward(self.output_layer_norm(attn))
             out = attn + drop(self.output_dropout, out, 2)
         else:
             attn = self.attention_output(attend(tokens))
             attn = self.attention_layer_norm(drop(self.attention_dropout, attn, 1) + tokens)
-            out = self.output_dense(self.intermediate(attn))
+            out = feed_forward(attn)
             out = self.output_layer_norm(drop(self.output_dropout, out, 2) + attn)
         return out if token_index is not None else ops.reshape(out, shape)
 
