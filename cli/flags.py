@@ -171,9 +171,28 @@ def _required(field):
             field.default_factory is dataclasses.MISSING)
 
 
+def refuse_swallowed_flags(flag_values):
+    """Raises `app.UsageError` for a string flag given without its value, whose value is
+    then the next argument, another flag (`--split_sentences --output_dir=out` makes
+    "--output_dir=out" the language and leaves --output_dir unset): named as such, not as
+    the other flag missing."""
+    for name in flag_values:
+        flag = flag_values[name]
+        value = flag.value
+        if not (flag.present and isinstance(value, str) and value.startswith("-")):
+            continue
+        other = value.lstrip("-").split("=", 1)[0]
+        if other in flag_values or (other.startswith("no") and other[2:] in flag_values):
+            raise app.UsageError(
+                f"--{name} was given no value: it took the next argument, {value}, as "
+                f"its value. Give it one, as --{name}=<value>.")
+
+
 def require_flags(flag_values, names):
     """Raises `app.UsageError` naming every flag of `names` that has no value, all at once
-    (not one per run)."""
+    (not one per run); first, for a flag whose value is the next flag
+    (`refuse_swallowed_flags`)."""
+    refuse_swallowed_flags(flag_values)
     missing = [name for name in dict.fromkeys(names) if flag_values[name].value in (None, "")]
     if len(missing) == 1:
         raise app.UsageError(f"--{missing[0]} is required.")

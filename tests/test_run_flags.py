@@ -118,6 +118,34 @@ def test_a_required_config_field_names_its_flag():
         config_from_flags(fv, TrainerConfig)
 
 
+def test_a_flag_given_without_its_value_is_named_not_the_flag_it_swallowed():
+    """absl takes the argument after a string flag given bare as its value: the error
+    names the bare flag, not the next one as missing."""
+    from absl import app, flags
+
+    from cli.flags import require_flags
+
+    def parsed(*argv):
+        fv = flags.FlagValues()
+        flags.DEFINE_string("split_sentences", None, "", flag_values=fv)
+        flags.DEFINE_string("output_dir", None, "", flag_values=fv)
+        flags.DEFINE_bool("do_train", False, "", flag_values=fv)
+        fv(["prog", *argv])
+        return fv
+
+    with pytest.raises(app.UsageError, match=r"^--split_sentences was given no value: it "
+                       r"took the next argument, --output_dir=out, as its value\. Give it "
+                       r"one, as --split_sentences=<value>\.$"):
+        require_flags(parsed("--split_sentences", "--output_dir=out"), ["output_dir"])
+    with pytest.raises(app.UsageError, match="--split_sentences was given no value"):
+        require_flags(parsed("--split_sentences", "--nodo_train", "--output_dir=o"),
+                      ["output_dir"])
+    # A value that only starts with a dash is a value.
+    require_flags(parsed("--split_sentences=-x", "--output_dir=o"), ["output_dir"])
+    with pytest.raises(app.UsageError, match="^--output_dir is required"):
+        require_flags(parsed("--split_sentences=en"), ["output_dir"])
+
+
 def test_the_export_record_fills_the_flags_not_given(tmp_path):
     """export_settings.json of a run supplies the export flags left out; a flag given
     wins, and the difference is said."""
