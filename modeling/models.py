@@ -180,7 +180,7 @@ class BertPretrainer(EncoderModel):
         if "masked_lm_positions" in inputs:
             outputs["masked_lm_logits"] = self.masked_lm(
                 outputs["sequence_output"], inputs["masked_lm_positions"],
-                self.encoder.word_embeddings)
+                self.encoder.word_embeddings, training=training)
         return outputs
 
     def _head_config(self):

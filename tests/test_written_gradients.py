@@ -200,3 +200,43 @@ def test_a_blocks_training_gradient_is_keras_s_with_fewer_ops():
     # 434 ops against 602 when written (TensorFlow 2.21, 0.72x); without the layer norms'
     # backward 562, without the dropouts' 464, without the GELU's 444 (0.74x).
     assert ops_written < 0.73 * ops_keras, (ops_written, ops_keras)
+
+
+def test_the_masked_lm_heads_training_gradient_is_tensorflows():
+    """In training the head's GELU and layer norm take their written backward passes;
+    called outside training, Keras's own: the same logits, the same gradients."""
+    from modeling.heads import MaskedLMHead
+    rng = np.random.default_rng(6)
+    head = MaskedLMHead(vocab_size=30, hidden_size=16, hidden_act="gelu")
+    head.build()
+    sequence = tf.constant(rng.normal(size=(2, 7, 16)), dtype="float32")
+    positions = tf.constant([[1, 3, 6], [0, 2, 2]])
+    table = tf.constant(rng.normal(size=(30, 16)), dtype="float32")
+    upstream = tf.constant(rng.normal(size=(2, 3, 30)), dtype="float32")
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch([sequence, table])
+            logits = head(sequence, positions, table, training=training)
+            loss = tf.reduce_sum(logits * upstream)
+        results.append((logits.numpy(), tape.gradient(
+            loss, [sequence, table] + head.trainable_variables)))
+    (logits_written, grads_written), (logits_keras, grads_keras) = results
+    np.testing.assert_array_equal(logits_written, logits_keras)
+    for mine, theirs in zip(grads_written, grads_keras):
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)
+    # ... and the training graph is the shorter one (the written backward passes used).
+
+    def gradient_ops(training):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, 16]),
+                                      tf.TensorSpec([None, None], tf.int32)])
+        def gradients(sequence, positions):
+            with tf.GradientTape() as tape:
+                tape.watch(sequence)
+                loss = tf.reduce_sum(head(sequence, positions, table, training=training))
+            return tape.gradient(loss, [sequence] + head.trainable_variables)
+        return len(gradients.get_concrete_function().graph.get_operations())
+
+    # 344 ops against 418 when written (TensorFlow 2.21, 0.82x).
+    assert gradient_ops(True) < 0.85 * gradient_ops(False), (gradient_ops(True),
+                                                             gradient_ops(False))

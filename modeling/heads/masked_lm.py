@@ -6,7 +6,7 @@ Pipeline position: pre-training (`BertPretrainer`), and predicting masked words.
 import keras
 from keras import ops
 
-from modeling.activations import get_activation
+from modeling.activations import get_activation, get_training_activation
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
 from modeling.layers.layer_norm import LayerNormalization
@@ -58,10 +58,13 @@ class MaskedLMHead(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
+        # The activation is applied after the layer (the same ops): in training, its
+        # backward pass written out (`modeling.activations.get_training_activation`).
         self.transform = keras.layers.Dense(
-            hidden_size, activation=get_activation(hidden_act),
-            kernel_initializer=truncated_normal(initializer_range),
+            hidden_size, kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="transform")
+        self._activation = get_activation(hidden_act)
+        self._training_activation = get_training_activation(hidden_act)
         self.transform_layer_norm = LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="transform_layer_norm")
 
@@ -72,9 +75,10 @@ class MaskedLMHead(keras.layers.Layer):
                                            name="output_bias")
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions, embedding_table):
-        x = gather_positions(sequence_output, masked_lm_positions)
-        x = self.transform_layer_norm(self.transform(x))
+    def call(self, sequence_output, masked_lm_positions, embedding_table, training=None):
+        x = self.transform(gather_positions(sequence_output, masked_lm_positions))
+        activation = self._training_activation if training else self._activation
+        x = self.transform_layer_norm(activation(x) if activation else x)
         table = ops.cast(embedding_table, x.dtype)
         # One [B*P, H] x [H, V] MatMul (the transpose folds into it). An einsum over
         # [B, P, H] becomes a broadcast BatchMatMul whose table gradient tiles the

@@ -230,8 +230,8 @@ class PretrainingTask(Task):
         length = tf.cast(tf.shape(sequence)[1], tf.int64)
         flat = real[:, 0] * length + tf.cast(tf.gather_nd(positions, real), tf.int64)
         rows = tf.reshape(sequence, [1, -1, tf.shape(sequence)[2]])  # every token, one row
-        logits = tf.cast(model.masked_lm(rows, flat[None], model.encoder.word_embeddings)[0],
-                         tf.float32)                                  # [M, vocab]
+        logits = tf.cast(model.masked_lm(rows, flat[None], model.encoder.word_embeddings,
+                                         training=training)[0], tf.float32)  # [M, vocab]
         labels, weights = tf.gather_nd(labels, real), tf.gather_nd(weights, real)
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         return outputs, xent, logits, labels, weights
