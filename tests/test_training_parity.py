@@ -241,6 +241,40 @@ def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_nothing_else_d
     assert np.all(np.isfinite(losses))
 
 
+def test_prediction_runs_one_grappler_iteration_on_cpu_too():
+    """`predict` (evaluation, prediction) traces and calls its step with the training
+    step's Grappler options on a CPU-only host, and leaves the thread's own as they were."""
+    import keras
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+    from tensorflow.python.eager import context as eager_context
+
+    from training.loop import predict
+
+    def rewrites():
+        options = eager_context.context().function_call_options
+        return config_pb2.ConfigProto.FromString(
+            options.config_proto_serialized).graph_options.rewrite_options
+
+    seen = []
+
+    class Recording(keras.Model):
+        def call(self, inputs, training=None):
+            seen.append(rewrites())
+            return {"logits": tf.cast(inputs["input_ids"], tf.float32) * 2.0}
+
+    before = rewrites()
+    data = tf.data.Dataset.from_tensor_slices({
+        "input_ids": np.arange(12, dtype=np.int32).reshape(4, 3),
+        "input_mask": np.ones((4, 3), np.int32),
+        "segment_ids": np.zeros((4, 3), np.int32)}).batch(2)
+    got = predict(Recording(), data, ["logits"])
+    np.testing.assert_array_equal(got["logits"], np.arange(12).reshape(4, 3) * 2.0)
+    one = rewriter_config_pb2.RewriterConfig.ONE
+    assert seen and all(r.meta_optimizer_iterations == one and r.layout_optimizer == r.OFF
+                        and r.constant_folding != r.OFF for r in seen)
+    assert rewrites() == before and before.meta_optimizer_iterations != one
+
+
 def _enclosing_functions():
     """How many function graphs enclose the code running now (0: eager)."""
     graph, depth = tf.compat.v1.get_default_graph(), 0
