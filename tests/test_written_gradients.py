@@ -223,8 +223,9 @@ def test_the_masked_lm_heads_training_gradient_is_tensorflows():
             loss, [sequence, table] + head.trainable_variables)))
     (logits_written, grads_written), (logits_keras, grads_keras) = results
     np.testing.assert_array_equal(logits_written, logits_keras)
-    for mine, theirs in zip(grads_written, grads_keras):
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(grads_written, grads_keras):  # float32 rounding of the sums
+        scale = float(tf.reduce_max(tf.abs(theirs)))
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=2e-6 * scale)
     # ... and the training graph is the shorter one (the written backward passes used).
 
     def gradient_ops(training):
