@@ -5,7 +5,7 @@ Transformer block, the masked-LM transform, a pre-LayerNorm encoder's last norm)
 
 The forward pass computes exactly Keras's `LayerNormalization` (the same ops, so the same
 bits: `inv = rsqrt(var + eps) * gamma; x * inv + (beta - mean * inv)`, in float32 at least).
-TensorFlow's automatic gradient of that formula builds about 90 ops per layer norm (the
+TensorFlow's automatic gradient of that formula builds about 70 ops per layer norm (the
 moments' reductions and broadcasts over a shape only known at run time: `Shape`,
 `BroadcastGradientArgs`, `Sum`, `Reshape` for every product), which the training step pays
 at every trace and in Grappler's graph. The closed form of the same gradient,
