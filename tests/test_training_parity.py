@@ -199,12 +199,12 @@ def test_classifier_steps_equal_the_originals(tmp_path):
     _compare(our_losses, ours, their_losses, theirs)
 
 
-def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_nothing_else_does(
+def test_the_training_step_runs_one_grappler_iteration_on_cpu_and_leaves_the_threads(
         tmp_path):
     """The training loop is called (and traced) with one iteration of Grappler's passes on
     a CPU-only host (training.loop.TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU), every pass
     still on but the layout and memory optimisers (GPU work); the thread's own options,
-    which evaluation and serving run with, are left as they were (TensorFlow's default:
+    which other calls (serving's) run with, are left as they were (TensorFlow's default:
     two iterations, every pass)."""
     from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.eager import context as eager_context

@@ -114,6 +114,14 @@ def call_options_with_one_grappler_iteration():
                                              config_proto=config)
 
 
+def cpu_call_options(enabled):
+    """`call_options_with_one_grappler_iteration()` when `enabled` on a host without a GPU
+    or TPU; else None (the thread's own options)."""
+    if enabled and not accelerators_present():
+        return call_options_with_one_grappler_iteration()
+    return None
+
+
 @contextlib.contextmanager
 def function_call_options(options):
     """`tf.function` calls made in this thread meanwhile run with `options` (None: this
@@ -257,9 +265,7 @@ class Trainer:
         self._train_loop = tf.function(self._loop, autograph=False)
         # One options object for every call: the same options find the same compiled
         # function again.
-        self._call_options = (call_options_with_one_grappler_iteration()
-                              if TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU and
-                              not accelerators_present() else None)
+        self._call_options = cpu_call_options(TRAIN_WITH_ONE_GRAPPLER_ITERATION_ON_CPU)
         self._writer = None
         self._metrics = None
         self._started = (time.perf_counter(), 0)
@@ -679,11 +685,8 @@ def predict(model, dataset, outputs, keep=(), skip_padding=False, sequence_outpu
     # One trace for every batch of this dataset: traced first over its inputs with every
     # dimension free (a call of another shape would trace once more before relaxing).
     specs = dataset.element_spec
-    options = (call_options_with_one_grappler_iteration()
-               if PREDICT_WITH_ONE_GRAPPLER_ITERATION_ON_CPU and not accelerators_present()
-               else None)
     collected = {name: [] for name in tuple(outputs) + tuple(keep)}
-    with function_call_options(options):
+    with function_call_options(cpu_call_options(PREDICT_WITH_ONE_GRAPPLER_ITERATION_ON_CPU)):
         steps[key].get_concrete_function({
             name: tf.TensorSpec([None] * specs[name].shape.rank, specs[name].dtype)
             for name in INPUT_NAMES})
