@@ -12,7 +12,8 @@ from keras import ops
 from modeling.config import BertConfig
 from modeling.inputs import INPUT_NAMES, select_inputs
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
-from modeling.layers.attention import causal_mask_adder, real_token_index
+from modeling.layers.attention import (causal_mask_adder, gather_rows, padded_token_matrix,
+                                       real_token_index, token_rows)
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
 from modeling.layers.layer_norm import LayerNormalization
@@ -257,21 +258,22 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
         mask_adder = mask_adder + causal_mask_adder(inputs["input_mask"])
     shape = ops.shape(embedding_output)
     index = real_token_index(inputs["input_mask"]) if skip_padding else None
+    rows = token_rows(inputs["input_mask"]) if skip_padding and not training else None
 
     def padded(tokens):  # the real tokens' rows -> [B, S, H], zeros at the padding
         if index is None:
             return tokens
-        rows = ops.scatter(ops.expand_dims(index, 1), tokens, (shape[0] * shape[1], shape[2]))
-        return ops.reshape(rows, shape)
+        return ops.reshape(padded_token_matrix(tokens, index, shape[0] * shape[1], training,
+                                               rows), shape)
 
     x = embedding_output
     if index is not None:
-        x = ops.take(ops.reshape(x, (-1, shape[2])), index, axis=0)
+        x = gather_rows(ops.reshape(x, (-1, shape[2])), index)
     encoder_outputs = []
     for number, block in enumerate(blocks):
         def run(x, seed=None, block=block):
             return block(x, mask_adder, training=training, token_index=index,
-                         dropout_seed=seed)
+                         dropout_seed=seed, token_rows=rows)
         if block_seeds is None:
             x = run(x)
         elif recompute:  # the seed captured, not an argument: it has no gradient

@@ -143,3 +143,39 @@ def test_skip_padding_gives_each_rows_outputs_as_if_it_ran_alone(tiny_config_dic
         real = mask.astype(bool) if len(want.shape) == 3 else slice(None)
         np.testing.assert_allclose(np.asarray(fn(batch)["logits"])[real],
                                    np.asarray(want)[real], atol=1e-5)
+
+
+def test_the_real_tokens_rows_go_back_to_the_padded_layout_with_zeros():
+    """`padded_token_matrix` puts row i of the real tokens at position token_index[i] and
+    zeros elsewhere, as NumPy does it, in training (a scatter) and in inference (a gather
+    from the rows and a zero row), with or without the inverse index, and for a batch
+    with no real token at all."""
+    from modeling.layers.attention import padded_token_matrix, real_token_index, token_rows
+    rng = np.random.default_rng(1)
+    for mask in (np.array([[1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 1]], "int32"),
+                 np.zeros((2, 3), "int32")):
+        index = real_token_index(mask)
+        tokens = rng.normal(size=(int(mask.sum()), 5)).astype("float32")
+        want = np.zeros((mask.size, 5), "float32")
+        want[np.flatnonzero(mask)] = tokens
+        for training in (True, False):
+            for rows in (None, token_rows(mask)):
+                got = padded_token_matrix(tf.constant(tokens), index, mask.size, training,
+                                          rows)
+                np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_inference_with_skip_padding_runs_no_scatter(tiny_config_dict):
+    """TensorFlow's ScatterNd runs on one thread on CPU: the inference graph of the
+    encoder with `skip_padding` puts the real tokens back with gathers (the training
+    graph keeps the scatter, whose gradient is a gather)."""
+    encoder = modeling.BertEncoder(modeling.BertConfig.from_dict(tiny_config_dict))
+    spec = {name: tf.TensorSpec([None, None], tf.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+    def op_types(training):
+        fn = tf.function(lambda inputs: encoder(inputs, training=training,
+                                                skip_padding=True)["sequence_output"])
+        return {op.type for op in fn.get_concrete_function(spec).graph.get_operations()}
+    inference, training = op_types(False), op_types(True)
+    assert "ScatterNd" not in inference and "GatherV2" in inference
+    assert "ScatterNd" in training

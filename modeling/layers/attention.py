@@ -6,6 +6,7 @@ Pipeline position: inside every `TransformerBlock` of the encoder.
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from modeling.layers import seeded_dropout
@@ -37,6 +38,39 @@ def real_token_index(input_mask):
     """
     flat = ops.reshape(input_mask, (-1,))
     return ops.cast(ops.where(ops.not_equal(flat, 0))[0], "int32")  # nonzero
+
+
+def gather_rows(matrix, index):
+    """Rows `index` (never negative) of `matrix`: `tf.gather`, without the negative-index
+    wrapping `keras.ops.take` adds to every call (five more ops in the graph)."""
+    return tf.gather(matrix, index)
+
+
+def token_rows(input_mask):
+    """The inverse of `real_token_index`: for each position of the [batch * seq_length]
+    token matrix, the row of the real tokens' matrix that holds it, and for a padded
+    position the row after the last (num_tokens): int32 [batch * seq_length]. With it the
+    padded layout is one gather from the real tokens' rows (and one row more)."""
+    real = ops.cast(ops.not_equal(ops.reshape(input_mask, (-1,)), 0), "int32")
+    return ops.where(real > 0, ops.cumsum(real) - 1, ops.sum(real))
+
+
+def padded_token_matrix(tokens, token_index, positions, training=None, rows=None):
+    """The real tokens' rows `tokens` [num_tokens, W] (from `real_token_index`) put back
+    in the [positions, W] token matrix of the batch, zeros at the padding. In training a
+    scatter, whose gradient is a gather; in inference a gather from the rows and a zero
+    row (`rows`: `token_rows`, found from `token_index` when not given): the same values
+    without TensorFlow's scatter, which runs on one thread on CPU (the gather on all)."""
+    width = tokens.shape[-1]
+    if training:
+        return ops.scatter(ops.expand_dims(token_index, 1), tokens, (positions, width))
+    count = ops.shape(token_index)[0]
+    if rows is None:
+        rows = ops.scatter_update(ops.full((positions,), count, "int32"),
+                                  ops.expand_dims(token_index, 1),
+                                  ops.arange(count, dtype="int32"))
+    with_zero = ops.concatenate([tokens, ops.zeros((1, width), tokens.dtype)], axis=0)
+    return gather_rows(with_zero, rows)
 
 
 def causal_mask_adder(input_mask):
@@ -75,6 +109,8 @@ class SelfAttention(keras.layers.Layer):
             tokens only, [num_tokens, hidden_size], row i being position token_index[i]
             of the [batch_size * seq_length] token matrix (see `real_token_index`). The
             projections run on those rows alone; the attention, on the padded layout.
+        token_rows: optional, with `token_index`: its inverse (`token_rows`), computed
+            from `token_index` when not given.
 
     Returns:
         float Tensor of shape [batch_size, seq_length, num_heads * head_size] (or
@@ -104,7 +140,8 @@ class SelfAttention(keras.layers.Layer):
             layer.build(input_shape)
         self.built = True
 
-    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None):
+    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None,
+             token_rows=None):
         # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
         # The projections run on the [B*S, H] token matrix (as the original's
         # reshape_to_matrix): one MatMul + BiasAdd each, which TensorFlow fuses, instead
@@ -115,7 +152,7 @@ class SelfAttention(keras.layers.Layer):
 
         def heads(t):  # [B*S, N*D] (or the real tokens' rows of it) -> [B, N, S, D]
             if token_index is not None:  # padded positions: zero queries, keys, values
-                t = ops.scatter(ops.expand_dims(token_index, 1), t, (batch * seq, width))
+                t = padded_token_matrix(t, token_index, batch * seq, training, token_rows)
             t = ops.reshape(t, (batch, seq, self.num_attention_heads, self.head_size))
             return ops.transpose(t, (0, 2, 1, 3))
 
@@ -130,7 +167,7 @@ class SelfAttention(keras.layers.Layer):
         context = ops.matmul(probs, v)  # [B, N, F, D]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
         if token_index is not None:
-            return ops.take(ops.reshape(context, (-1, width)), token_index, axis=0)
+            return gather_rows(ops.reshape(context, (-1, width)), token_index)
         if len(x.shape) == 3:
             return ops.reshape(context, (batch, seq, width))
         return ops.reshape(context, (-1, width))

@@ -53,6 +53,7 @@ class TransformerBlock(keras.layers.Layer):
         dropout_seed: optional int32 Tensor [2]: every dropout mask of the block drawn
             from it (`modeling.layers.seeded_dropout`), so that a recomputation of the
             block (gradient checkpointing) drops the same units.
+        token_rows: optional, with `token_index`: its inverse (see `SelfAttention`).
 
     Returns:
         float Tensor of shape [batch_size, seq_length, hidden_size] ([num_tokens,
@@ -110,7 +111,8 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(h)
         self.built = True
 
-    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None):
+    def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None,
+             token_rows=None):
         # Every dense layer and LayerNorm works on the [B*S, H] token matrix (or on its
         # real tokens' rows, with `token_index`): a plain MatMul + BiasAdd (+ activation)
         # that TensorFlow fuses, no per-layer reshapes.
@@ -118,7 +120,7 @@ class TransformerBlock(keras.layers.Layer):
         tokens = x if token_index is not None else ops.reshape(x, (-1, self.hidden_size))
         attend = lambda t: self.self_attention(  # noqa: E731
             t, mask_adder, training=training, token_index=token_index,
-            dropout_seed=dropout_seed)
+            dropout_seed=dropout_seed, token_rows=token_rows)
 
         def drop(layer, t, stream):
             return seeded_dropout.dropout(layer, t, training, dropout_seed, stream)
