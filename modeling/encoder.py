@@ -12,8 +12,13 @@ from keras import ops
 from modeling.config import BertConfig
 from modeling.inputs import INPUT_NAMES, select_inputs
 from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_adder
-from modeling.layers.attention import (causal_mask_adder, gather_rows, padded_token_matrix,
-                                       real_token_index, token_rows)
+from modeling.layers.attention import (
+    causal_mask_adder,
+    gather_rows,
+    padded_token_matrix,
+    real_token_index,
+    token_rows,
+)
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
 from modeling.layers.layer_norm import LayerNormalization

@@ -131,19 +131,21 @@ def test_rows_of_a_request_run_in_groups_of_similar_length(exports, texts):
 
 
 def test_the_saved_model_skips_padding_and_tflite_computes_it(exports):
-    """The SavedModel's ids graph runs the dense layers on the real tokens (it scatters
-    them back for attention); model.tflite, converted from a padded trace, has no
-    scatter (TF Lite cannot accelerate a data-dependent token count)."""
+    """The SavedModel's ids graph runs the dense layers on the real tokens (found by a
+    `Where` over the mask, gathered back for attention); model.tflite, converted from a
+    padded trace, has no `Where` (TF Lite cannot accelerate a data-dependent token
+    count)."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import Interpreter
     signature = tf.saved_model.load(exports["single"]).signatures["serving_ids"]
     graph = signature.graph.as_graph_def()
     ops = {node.op for node in graph.node} | {
         node.op for function in graph.library.function for node in function.node_def}
-    assert "ScatterNd" in ops
+    assert "Where" in ops and "GatherV2" in ops
     lite = Interpreter(model_path=os.path.join(exports["single"], "model.tflite"))
     lite_ops = {op["op_name"] for op in lite._get_ops_details()}
-    assert "FULLY_CONNECTED" in lite_ops and not any("SCATTER" in op for op in lite_ops)
+    assert "FULLY_CONNECTED" in lite_ops and not any(
+        "SCATTER" in op or "WHERE" in op for op in lite_ops)
 
 
 def test_auto_picks_tflite_for_small_requests(exports):
