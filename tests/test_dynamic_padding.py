@@ -224,12 +224,17 @@ def test_length_batches_sort_rows_and_keep_the_configured_batch_positions():
         [0, 1, 2, 3], [4, 5, 6, 7], [9, 20], [30, 31]]
 
 
-def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path):
+def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path,
+                                                                           monkeypatch):
     """The evaluation path (rows sorted by length, batches of similar lengths cut to their
-    own longest, one trace) against the model on each row alone at full width, for a
-    classifier (one row of logits), a tagger (logits per position, padded back) and
-    multiple-choice rows ([rows, choices, width])."""
+    own longest, one trace, no tf.data pipeline to set up for each pass) against the model
+    on each row alone at full width, for a classifier (one row of logits), a tagger
+    (logits per position, padded back) and multiple-choice rows ([rows, choices, width])."""
     from modeling import BertTokenClassifier
+
+    def no_pipeline(*args, **kwargs):
+        raise AssertionError("predict_arrays built a tf.data generator dataset")
+    monkeypatch.setattr(tf.data.Dataset, "from_generator", no_pipeline)
     from tasks.multiple_choice.model import BertMultipleChoice
     from training import loop
     inputs = ("input_ids", "input_mask", "segment_ids")
