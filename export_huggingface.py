@@ -76,14 +76,15 @@ def main(_):
         check_vocabulary_fits(FLAGS.vocab_file, config.vocab_size, FLAGS.bert_config_file,
                               FLAGS.vocab_smaller_than_model)
     labels, options = None, None
-    if FLAGS.task_type == "encoder":
-        model = modeling.BertEncoder(config)
-    else:
-        export = registry.get(FLAGS.task_type).export
-        options = config_from_flags(FLAGS, export.options) if export.options else None
-        model = export.build_model(config, options)
-        labels = registry.labels_of(options) if options else None
-    modeling.load_checkpoint(model, FLAGS.init_checkpoint,
+    with modeling.deferred_draws() as deferred:  # what the checkpoint fills is not drawn
+        if FLAGS.task_type == "encoder":
+            model = modeling.BertEncoder(config)
+        else:
+            export = registry.get(FLAGS.task_type).export
+            options = config_from_flags(FLAGS, export.options) if export.options else None
+            model = export.build_model(config, options)
+            labels = registry.labels_of(options) if options else None
+    modeling.load_checkpoint(model, FLAGS.init_checkpoint, deferred=deferred,
                              strict=True if FLAGS.task_type != "encoder" else "encoder")
     save_huggingface(model, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
                      labels, multi_label=bool(getattr(options, "multi_label", False)))

@@ -112,15 +112,18 @@ def main(_):
                   tflite_quantize=settings.tflite_quantize)
     if settings.task_type == "encoder":
         from serving.hub import export_encoder
-        encoder = modeling.BertEncoder(config)
-        modeling.load_checkpoint(encoder, settings.init_checkpoint, strict=True)
+        with modeling.deferred_draws() as deferred:  # filled by the checkpoint, not drawn
+            encoder = modeling.BertEncoder(config)
+        modeling.load_checkpoint(encoder, settings.init_checkpoint, strict=True,
+                                 deferred=deferred)
         export_encoder(encoder, settings.export_dir, **tflite)
         return logging.info("Exported %s as an encoder to %s.", settings.init_checkpoint,
                             settings.export_dir)
     export = registry.get(settings.task_type).export
     options = config_from_flags(FLAGS, export.options) if export.options else None
-    model = export.build_model(config, options)
-    modeling.load_checkpoint(model, settings.init_checkpoint, strict=True)
+    with modeling.deferred_draws() as deferred:
+        model = export.build_model(config, options)
+    modeling.load_checkpoint(model, settings.init_checkpoint, strict=True, deferred=deferred)
     export.save(model, settings.export_dir, options, settings.vocab_file,
                 settings.do_lower_case, settings.max_seq_length, **tflite)
     logging.info("Exported %s to %s.", settings.init_checkpoint, settings.export_dir)

@@ -101,8 +101,9 @@ def main(_):
               for uid, a, b in examples]
     logging.info("Read %d examples from %s.", len(packed), FLAGS.input_file)
 
-    encoder = modeling.BertEncoder(config)
-    report = modeling.load_checkpoint(encoder, FLAGS.init_checkpoint)
+    with modeling.deferred_draws() as deferred:  # what the checkpoint fills is not drawn
+        encoder = modeling.BertEncoder(config)
+    report = modeling.load_checkpoint(encoder, FLAGS.init_checkpoint, deferred=deferred)
     if report.not_filled:
         raise ValueError(f"{FLAGS.init_checkpoint} lacks encoder weights "
                          f"{report.not_filled[:5]}...; features would be random.")

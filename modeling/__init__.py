@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # for editors and type checkers; at run time, `__getattr__` b
     from modeling.config import BertConfig, BertConfigError
     from modeling.encoder import BertEncoder
     from modeling.huggingface import save_huggingface
+    from modeling.layers.initializers import deferred_draws
     from modeling.models import (
         BertClassifier,
         BertPretrainer,
@@ -43,6 +44,7 @@ _HOMES = {
     "modeling.config": ("BertConfig", "BertConfigError"),
     "modeling.encoder": ("BertEncoder",),
     "modeling.huggingface": ("save_huggingface",),
+    "modeling.layers.initializers": ("deferred_draws",),
     "modeling.pretrained": ("from_pretrained",),
     "modeling.models": ("BertClassifier", "BertPretrainer", "BertSpanLabeler",
                         "BertTokenClassifier", "EncoderModel"),
@@ -51,8 +53,8 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = ["BertClassifier", "BertConfig", "BertConfigError", "BertEncoder",
            "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "CheckpointError",
-           "CheckpointReadError", "EncoderModel", "LoadReport", "from_pretrained",
-           "load_checkpoint", "save_google_checkpoint", "save_huggingface",
+           "CheckpointReadError", "EncoderModel", "LoadReport", "deferred_draws",
+           "from_pretrained", "load_checkpoint", "save_google_checkpoint", "save_huggingface",
            "save_tf2_checkpoint"]
 assert __all__ == sorted(_HOME_OF)
 

@@ -213,7 +213,7 @@ def _open_safetensors(path, head_rules=None):
 
 
 # --------------------------------------------------------------------------- loading
-def load_checkpoint(model, path, strict=False):
+def load_checkpoint(model, path, strict=False, deferred=None):
     """Fills `model`'s weights from a checkpoint of any supported format.
 
     Every model weight whose canonical name is in the checkpoint is assigned; the others
@@ -227,6 +227,9 @@ def load_checkpoint(model, path, strict=False):
         strict: bool or "encoder". True: raise unless every model weight was filled;
             "encoder": unless every encoder weight was (a task head may be new, as when
             fine-tuning starts from a pre-trained checkpoint). Defaults to False.
+        deferred: the `modeling.layers.initializers.DeferredDraws` of a model built in
+            `deferred_draws()`: once the checkpoint is assigned, the weights it did not
+            fill are drawn (those it filled never are).
 
     Returns:
         `LoadReport` (also logged).
@@ -251,6 +254,8 @@ def load_checkpoint(model, path, strict=False):
     for name, value in values.items():  # nothing is assigned unless everything was read
         variable = targets[name][0]
         variable.assign(value.astype(variable.dtype))
+    if deferred is not None:
+        deferred.draw(filled=[targets[name][0] for name in values])
     unused = sorted(set(reader.shapes) - set(targets))
     report = LoadReport(reader.path, reader.format, list(values), not_filled, unused)
     # Encoder weights missing or left unused deserve a warning; a new task head, or the

@@ -83,6 +83,7 @@ def from_pretrained(folder, do_lower_case=None, vocab_smaller_than_model=False):
     from modeling.checkpoint import load_checkpoint
     from modeling.config import BertConfig
     from modeling.encoder import BertEncoder
+    from modeling.layers.initializers import deferred_draws
     from text.tokenization import (
         FullTokenizer,
         check_vocabulary_fits,
@@ -105,8 +106,9 @@ def from_pretrained(folder, do_lower_case=None, vocab_smaller_than_model=False):
                          f"do_lower_case={do_lower_case}; pass do_lower_case={said} (or "
                          f"leave it out).")
     validate_case_matches_checkpoint(do_lower_case, checkpoint)
-    encoder = BertEncoder(config)
-    report = load_checkpoint(encoder, checkpoint)
+    with deferred_draws() as deferred:  # what the checkpoint fills is not drawn first
+        encoder = BertEncoder(config)
+    report = load_checkpoint(encoder, checkpoint, deferred=deferred)
     if report.not_filled:
         raise ValueError(f"{checkpoint}: has no value for {len(report.not_filled)} of the "
                          f"encoder's weights ({', '.join(report.not_filled[:3])}...): it is "

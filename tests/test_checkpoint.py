@@ -167,6 +167,43 @@ def test_load_reports_missing_and_unused(tmp_path, tiny_config_dict, config):
         modeling.load_checkpoint(encoder, prefix, strict=True)
 
 
+def test_deferred_draws_skip_what_the_checkpoint_fills(tmp_path, tiny_config_dict, config,
+                                                      monkeypatch):
+    # A model built in deferred_draws() and filled by load_checkpoint has exactly the
+    # weights of one built and filled the usual way (same seed): the checkpoint's, and
+    # the truncated normal's draws for what it lacks (here the pooler's kernel and the
+    # new head); and only those are drawn.
+    import keras
+
+    weights = ref.random_google_weights(tiny_config_dict, np.random.default_rng(4))
+    del weights["bert/pooler/dense/kernel"]
+    prefix = write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
+    keras.utils.set_random_seed(7)
+    usual = modeling.BertClassifier(config, num_classes=3)
+    modeling.load_checkpoint(usual, prefix)
+    drawn = []
+    draw = keras.initializers.TruncatedNormal.__call__
+    monkeypatch.setattr(keras.initializers.TruncatedNormal, "__call__",
+                        lambda self, shape, dtype=None: drawn.append(tuple(shape)) or
+                        draw(self, shape, dtype))
+    keras.utils.set_random_seed(7)
+    with modeling.deferred_draws() as deferred:
+        model = modeling.BertClassifier(config, num_classes=3)
+    assert drawn == []
+    report = modeling.load_checkpoint(model, prefix, deferred=deferred)
+    assert sorted(report.not_filled) == ["bert/pooler/dense/kernel", "output_bias",
+                                         "output_weights"]
+    hidden = tiny_config_dict["hidden_size"]
+    assert sorted(drawn) == sorted([(hidden, hidden), (hidden, 3)])
+    want = {v.path: v.numpy() for v in usual.weights}
+    got = {v.path: v.numpy() for v in model.weights}
+    assert got.keys() == want.keys()
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    pooler = variable_map(model)["bert/pooler/dense/kernel"][0].numpy()
+    assert 0 < np.abs(pooler).max() <= 2 * config.initializer_range  # drawn, truncated
+
+
 def test_bad_paths_and_foreign_checkpoints(tmp_path, config):
     encoder = modeling.BertEncoder(config)
     with pytest.raises(modeling.CheckpointError, match="not a checkpoint"):

@@ -43,7 +43,13 @@ import tensorflow as tf
 from absl import logging
 
 from common import file_io
-from modeling import BertConfig, CheckpointReadError, load_checkpoint, save_tf2_checkpoint
+from modeling import (
+    BertConfig,
+    CheckpointReadError,
+    deferred_draws,
+    load_checkpoint,
+    save_tf2_checkpoint,
+)
 from text.tokenization import check_vocabulary_fits, validate_case_matches_checkpoint
 from training import (
     best_checkpoint,
@@ -116,13 +122,15 @@ def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=T
         (model, restored): the checkpoint of `output_dir` the weights came from (None if
         the weights are not from one).
     """
-    with strategy.scope():
-        model = task.build_model(bert_config)
     saved = checkpointing.newest_first(output_dir) if output_dir else []
     init = task.config.init_checkpoint
+    loading = bool(saved and restore_latest or not saved and init)
+    # The weights a checkpoint read here fills are not drawn at random first.
+    with strategy.scope(), deferred_draws(enabled=loading) as deferred:
+        model = task.build_model(bert_config)
     if not saved:
         if init:  # every encoder weight; a task head may be new (for training only)
-            report = load_checkpoint(model, init, strict="encoder")
+            report = load_checkpoint(model, init, strict="encoder", deferred=deferred)
             if restore_latest and report.not_filled:
                 raise ValueError(
                     f"{init}: holds no weights for the {task.name} task's output layer "
@@ -139,7 +147,7 @@ def restore_model(task, bert_config, strategy, output_dir=None, restore_latest=T
     elif restore_latest:
         for path in saved:
             try:
-                load_checkpoint(model, path, strict=True)
+                load_checkpoint(model, path, strict=True, deferred=deferred)
                 return model, path
             except CheckpointReadError as err:
                 if path == saved[-1]:

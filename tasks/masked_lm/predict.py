@@ -41,9 +41,10 @@ def load_model(bert_config, init_checkpoint, tied_embeddings_only=False):
     """A `modeling.BertPretrainer` (masked LM alone) of `bert_config` with the
     checkpoint's weights: every encoder weight, and the masked-LM head's unless
     `tied_embeddings_only`. Raises NoHeadError for a checkpoint without the head."""
-    from modeling import BertPretrainer, load_checkpoint
-    model = BertPretrainer(bert_config, next_sentence=False)
-    report = load_checkpoint(model, init_checkpoint, strict="encoder")
+    from modeling import BertPretrainer, deferred_draws, load_checkpoint
+    with deferred_draws() as deferred:  # what the checkpoint fills is not drawn first
+        model = BertPretrainer(bert_config, next_sentence=False)
+    report = load_checkpoint(model, init_checkpoint, strict="encoder", deferred=deferred)
     missing = [name for name in HEAD_WEIGHTS if name in report.not_filled]
     if missing and not tied_embeddings_only:
         raise NoHeadError(

@@ -208,10 +208,11 @@ def prepare_model(output_dir, init_checkpoint, config_file, vocab_file, do_lower
 def _load(config, init_checkpoint, objective):
     """The pre-training model of `config` with the checkpoint's weights (every encoder
     weight required), and whether the checkpoint had a masked-LM head."""
-    from modeling import load_checkpoint
+    from modeling import deferred_draws, load_checkpoint
     from tasks.pretraining.task import pretraining_model
-    model = pretraining_model(config, objective)
-    report = load_checkpoint(model, init_checkpoint, strict="encoder")
+    with deferred_draws() as deferred:  # what the checkpoint fills is not drawn first
+        model = pretraining_model(config, objective)
+    report = load_checkpoint(model, init_checkpoint, strict="encoder", deferred=deferred)
     return model, MASKED_LM_HEAD in report.loaded
 
 
