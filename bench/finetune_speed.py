@@ -216,6 +216,7 @@ def whole_process(name, settings, model_dir, data, out, seed):
     return seconds, json.loads(line[len("RESULT "):])[1]
 
 
+EVALUATED = re.compile(r"evaluated in ([\d.]+) s")  # the dev pass, as the runner logs it
 _STAMP = re.compile(r"I(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*?\] (.*)")
 
 
@@ -223,8 +224,9 @@ def breakdown(log_path, launched, ended):
     """{phase: seconds} of a `run_classifier.py --do_train --do_eval` process from its
     log's timestamps: start-up (launch to the first line), data and weights (to
     "Training from step"), tracing (the first log window's excess over the steady step
-    time of the others), training steps, evaluation (the last step to the results) and
-    the end (to exit)."""
+    time of the others), training steps, evaluation (the last step to the results: the
+    last checkpoint's save, the dev pass as its log line times it, the best weights'
+    save) and the end (to exit)."""
     marks = []
     with open(log_path, encoding="utf-8") as f:
         for line in f:
@@ -239,12 +241,14 @@ def breakdown(log_path, launched, ended):
     steps = [(t, int(re.match(r"step (\d+)/", text).group(1))) for t, text in marks
              if re.match(r"step \d+/\d+", text)]
     results = next(t for t, text in marks if "Eval results" in text)
+    passes = [float(m.group(1)) for _, text in marks for m in [EVALUATED.search(text)] if m]
     (t1, s1), (tn, sn) = steps[0], steps[-1]
     steady = (tn - t1) / max(sn - s1, 1)
     tracing = (t1 - loop_start) - s1 * steady
     return {"start-up": first - launched, "data and weights": loop_start - first,
             "tracing": tracing, "training steps": tn - loop_start - tracing,
-            "evaluation": results - tn, "end": ended - results}
+            "evaluation": results - tn, "of which the dev pass": passes[-1] if passes
+            else float("nan"), "end": ended - results}
 
 
 def serving_seconds(model_dir, out, dev):

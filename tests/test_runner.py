@@ -38,8 +38,13 @@ def _tensorboard_scalars(folder):
     return scalars
 
 
-def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp_path):
+def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp_path,
+                                                                  caplog):
+    import logging
+
     from absl import flags
+
+    from bench.finetune_speed import EVALUATED
 
     from modeling import BertConfig, load_checkpoint
     from tasks.tagging import TaggingConfig, TaggingTask
@@ -53,9 +58,14 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     out = tmp_path / "out"
     trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
                             save_checkpoints_steps=10, log_steps=0)
+    caplog.set_level(logging.INFO)
     result = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True,
                         do_predict=True)
     assert not flags.FLAGS.is_parsed()  # nothing read the command line
+    # Each evaluation says how long its dev pass took (bench/finetune_speed reads it).
+    evaluations = [r.getMessage() for r in caplog.records if ": dev f1 = " in r.getMessage()]
+    assert [m.split(":")[0] for m in evaluations] == ["Step 10", "Step 20", "Step 30"]
+    assert all(float(EVALUATED.search(m).group(1)) >= 0 for m in evaluations)
     # 160 sentences, batch 16, 3 epochs: 30 steps; evaluated at 10, 20 and 30.
     final = _results(out / "eval_results.txt")
     assert float(final["f1"]) == pytest.approx(result.eval_results["f1"])

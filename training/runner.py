@@ -201,12 +201,15 @@ class BestCheckpointKeeper:
     def __call__(self, step, logs):
         if step % self.every and step != self.last:
             return
+        started = time.perf_counter()
         results = self.task.evaluate(self.model, self.strategy)
+        seconds = time.perf_counter() - started
         self.latest = (step, results)
         record_evaluation(self.metrics, self.output_dir, step, results)
         value = results[self.task.main_metric]
         best = self.best is None or value > self.best
-        logging.info("Step %d: dev %s = %.4f%s", step, self.task.main_metric, value,
+        logging.info("Step %d: dev %s = %.4f, evaluated in %.2f s%s", step,
+                     self.task.main_metric, value, seconds,
                      " (best so far: kept in best/)" if best else "")
         if best:
             self.best = value
