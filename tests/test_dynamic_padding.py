@@ -8,6 +8,7 @@ import tensorflow as tf
 from conftest import TINY_CONFIG
 
 from modeling import BertClassifier, BertConfig
+from modeling.inputs import INPUT_NAMES
 from modeling.padding import PAD_MULTIPLE, trim_padding
 from tasks.classification import features
 
@@ -77,6 +78,32 @@ def test_evaluation_batches_are_padded_to_their_own_length_and_keep_their_order(
         width = got["input_ids"].shape[1]
         np.testing.assert_array_equal(got["input_ids"], want["input_ids"][:, :width])
         assert int(tf.reduce_sum(want["input_mask"][:, width:])) == 0  # only padding cut
+
+
+def test_the_input_pipelines_leave_autograph_out(tmp_path, monkeypatch):
+    # Their map functions are plain ops: AutoGraph's source rewrite (0.1-0.2 s at the
+    # first pipeline of a process) must not run for them.
+    from tensorflow.python.autograph.impl import api
+
+    from tasks.multiple_choice.features import trim_choice_padding
+    from tasks.pretraining import input as pretraining_input
+
+    converted = []  # (a spy: AutoGraph falls back quietly when its conversion raises)
+    convert = api._convert_actual
+    monkeypatch.setattr(api, "_convert_actual",
+                        lambda entity, context: converted.append(entity) or
+                        convert(entity, context))
+    path = _feature_file(str(tmp_path / "train.tf_record"),
+                         [3, 5] * features.BUCKET_WINDOW)
+    for bucket in (False, True):
+        next(iter(features.classifier_dataset(path, 2, MAX_LEN, False, is_training=True,
+                                              seed=1, bucket_by_length=bucket)))
+    ids = np.ones([2, 3, 8], np.int32)
+    tf.data.Dataset.from_tensors({n: ids for n in INPUT_NAMES}).map(trim_choice_padding)
+    # (built, not read: a dataset traces its map functions when it is made)
+    pretraining_input.pretraining_dataset([str(tmp_path / "unread.tfrecord")], 2, 16, 3,
+                                          is_training=True, seed=1)
+    assert converted == []
 
 
 def test_length_grouped_batches_hold_the_same_examples_with_less_padding(tmp_path):

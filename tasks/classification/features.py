@@ -175,6 +175,7 @@ def classifier_dataset(path, batch_size, max_seq_length, regression, is_training
         dataset = dataset.shard(input_context.num_input_pipelines,
                                 input_context.input_pipeline_id)
 
+    @tf.autograph.experimental.do_not_convert  # plain ops: nothing for AutoGraph to rewrite
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
         return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
@@ -226,6 +227,7 @@ def _length_grouped_batches(records, batch_size, parse):
     (deterministically)."""
     window = BUCKET_WINDOW * batch_size
 
+    @tf.autograph.experimental.do_not_convert
     def regroup(group):
         lengths = tf.reduce_sum(group["input_mask"], axis=1)
         order = tf.argsort(lengths, stable=True)

@@ -41,6 +41,7 @@ def convert_examples(examples, tokenizer, max_seq_length):
     return arrays
 
 
+@tf.autograph.experimental.do_not_convert  # plain ops: nothing for AutoGraph to rewrite
 def trim_choice_padding(batch):
     """A batch [batch, choices, seq_length] cut after the last position any of its
     sequences uses (`modeling.padding.trim_padding` over the choices as one batch)."""

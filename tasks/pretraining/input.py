@@ -128,8 +128,8 @@ def pretraining_dataset(files, batch_size, max_seq_length, max_predictions_per_s
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
     if skip_batches:
         dataset = dataset.skip(skip_batches)
-    dataset = dataset.map(lambda s: _parse_batch(s, spec),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    parse = tf.autograph.experimental.do_not_convert(lambda s: _parse_batch(s, spec))
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
