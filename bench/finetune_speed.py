@@ -216,7 +216,6 @@ def whole_process(name, settings, model_dir, data, out, seed):
     return seconds, json.loads(line[len("RESULT "):])[1]
 
 
-EVALUATED = re.compile(r"evaluated in ([\d.]+) s")  # the dev pass, as the runner logs it
 _STAMP = re.compile(r"I(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*?\] (.*)")
 
 
@@ -241,6 +240,7 @@ def breakdown(log_path, launched, ended):
     steps = [(t, int(re.match(r"step (\d+)/", text).group(1))) for t, text in marks
              if re.match(r"step \d+/\d+", text)]
     results = next(t for t, text in marks if "Eval results" in text)
+    from training.runner import EVALUATED  # the dev pass's seconds in its log line
     passes = [float(m.group(1)) for _, text in marks for m in [EVALUATED.search(text)] if m]
     (t1, s1), (tn, sn) = steps[0], steps[-1]
     steady = (tn - t1) / max(sn - s1, 1)

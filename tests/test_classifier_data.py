@@ -196,6 +196,39 @@ def test_python_and_graph_features_are_identical(tmp_path):
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+@pytest.mark.parametrize("long_document", ["truncate", "head_tail", "windows"])
+def test_features_are_the_python_tokenizers_packed_one_example_at_a_time(tmp_path,
+                                                                         long_document):
+    # The default conversion tokenizes in batches with the compiled WordPiece where it
+    # agrees; the reference is the original's way: FullTokenizer and pack_document, one
+    # example at a time. Texts where the compiled tokenizer differs (a vertical tab, a
+    # private-use character, a capital sigma when lower-casing) are among them.
+    from text import packing
+    from text.tokenization import FullTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat",
+             "##s", "un", "##want", "##ed", ",", ".", "é", "cafe", "σ", "##σ", "ο", "##δ",
+             "##ο", "!"]
+    vocab = write(tmp_path, "vocab.txt", "\n".join(words) + "\n")
+    texts = ["The cats sat on the mat.", "Unwanted, café!", "CAFÉ " * 30, "",
+             "the\x0bcat", "the \ue000 mat", "ΟΔΟΣ the cat", "the cat " * 20, "   "]
+    examples = [cd.InputExample(str(i), a, b) for i, (a, b) in enumerate(
+        [(t, None) for t in texts] + list(zip(texts, reversed(texts))))]
+    got = convert_examples(examples, str(vocab), True, 16, "python", batch_size=4,
+                           long_document=long_document, doc_stride=3)
+    tokenizer = FullTokenizer(str(vocab), do_lower_case=True)
+    want, index = [], []
+    for i, e in enumerate(examples):
+        windows = packing.pack_document(tokenizer, e.text_a, e.text_b, 16, long_document, 3)
+        want.extend(windows)
+        index.extend([i] * len(windows))
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        np.testing.assert_array_equal(got[name], [getattr(p, name) for p in want],
+                                      err_msg=name)
+    if long_document == "windows":
+        assert got["example_index"].tolist() == index
+
+
 def _mnli_folder(root, rows=6):
     """GLUE's layout: glue_data/MNLI with its five files, glue_data/diagnostic beside."""
     mnli, diagnostic = root / "MNLI", root / "diagnostic"

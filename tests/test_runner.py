@@ -44,12 +44,11 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
 
     from absl import flags
 
-    from bench.finetune_speed import EVALUATED
-
     from modeling import BertConfig, load_checkpoint
     from tasks.tagging import TaggingConfig, TaggingTask
     from training import runner
     from training.config import TrainerConfig
+    from training.runner import EVALUATED
 
     config = TaggingConfig(data_dir=str(ner_data / "data"),
                            vocab_file=str(ner_data / "vocab.txt"),
@@ -58,11 +57,11 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     out = tmp_path / "out"
     trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
                             save_checkpoints_steps=10, log_steps=0)
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")  # whatever verbosity a test left
     result = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True,
                         do_predict=True)
     assert not flags.FLAGS.is_parsed()  # nothing read the command line
-    # Each evaluation says how long its dev pass took (bench/finetune_speed reads it).
+    # Each evaluation says how long its dev pass took (EVALUATED reads it back).
     evaluations = [r.getMessage() for r in caplog.records if ": dev f1 = " in r.getMessage()]
     assert [m.split(":")[0] for m in evaluations] == ["Step 10", "Step 20", "Step 30"]
     assert all(float(EVALUATED.search(m).group(1)) >= 0 for m in evaluations)

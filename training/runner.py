@@ -36,6 +36,7 @@ What a run does, in order:
 import dataclasses
 import numbers
 import os
+import re
 import time
 from typing import Optional
 
@@ -177,6 +178,10 @@ def check_batch_size(strategy, batch_size, gradient_accumulation_steps):
             f"accumulation steps; use a multiple of {parts}.")
 
 
+# Reads the dev pass's seconds back from the evaluation line the keeper logs.
+EVALUATED = re.compile(r"evaluated in ([\d.]+) s")
+
+
 class BestCheckpointKeeper:
     """A training hook: at every checkpoint (and the last step) evaluates the task and,
     when its `main_metric` is the best so far, saves the weights as
@@ -208,7 +213,7 @@ class BestCheckpointKeeper:
         record_evaluation(self.metrics, self.output_dir, step, results)
         value = results[self.task.main_metric]
         best = self.best is None or value > self.best
-        logging.info("Step %d: dev %s = %.4f, evaluated in %.2f s%s", step,
+        logging.info("Step %d: dev %s = %.4f, evaluated in %.2f s%s", step,  # EVALUATED
                      self.task.main_metric, value, seconds,
                      " (best so far: kept in best/)" if best else "")
         if best:

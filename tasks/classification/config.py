@@ -72,8 +72,9 @@ class ClassificationConfig(FineTuningConfig, HeadConfig, ClassifierOutputs):
     dropout_rate: float = setting(0.1, help="Dropout before the classifier.")
     xnli_language: str = setting("zh", help="XNLI: the language to train and test on.")
     tokenizer: str = setting(
-        "python", choices=TOKENIZERS, help="Feature conversion: the Python "
-        "tokenizer or the in-graph one (identical results).")
+        "python", choices=TOKENIZERS, help="Feature conversion: the original's "
+        "WordPiece (compiled where its ids are the same) or the in-graph one (identical "
+        "results).")
     text_a_column: str = setting("text_a",
                                  help="generic task: column of the first text.")
     text_b_column: Optional[str] = setting(

@@ -6,8 +6,8 @@ Each split is converted once and cached in `output_dir` under a name that carrie
 of everything the features depend on (the data file's and vocabulary's contents,
 lower-casing, length, labels, tokenizer), so a changed input is never read from a stale
 cache and an unchanged one, copied or touched, is not converted again. Both tokenizers (the
-Python `FullTokenizer` and the in-graph `GraphTokenizer` + `graph_packing`) give identical
-features.
+original's WordPiece, `FastTokenizer`, and the in-graph `GraphTokenizer` + `graph_packing`)
+give identical features.
 """
 
 import hashlib
@@ -49,23 +49,8 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
     `long_document`): dict of int32 arrays [n, max_seq_length], one row per example, or
     per window with "windows", which adds "example_index" [n] (each window's example)."""
     if tokenizer == "python":
-        from text.tokenization import FullTokenizer
-        tok = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-        progress = Progress("classification features", ["examples"],
-                            total=("examples", len(examples)))
-        packed, index = [], []
-        for i, e in enumerate(examples):
-            windows = packing.pack_document(tok, e.text_a, e.text_b, max_seq_length,
-                                            long_document, doc_stride)
-            packed.extend(windows)
-            index.extend([i] * len(windows))
-            progress.update(examples=1)
-        progress.close()
-        arrays = {name: np.array([getattr(p, name) for p in packed], np.int32)
-                  for name in INPUT_NAMES}
-        if long_document == "windows":
-            arrays["example_index"] = np.array(index, np.int32)
-        return arrays
+        return _python_features(examples, vocab_file, do_lower_case, max_seq_length,
+                                batch_size, long_document, doc_stride)
     if tokenizer != "graph":
         raise ValueError(f"--tokenizer={tokenizer!r} is not one of {list(TOKENIZERS)}.")
     from text.graph_packing import pack_document_ids
@@ -85,6 +70,34 @@ def convert_examples(examples, vocab_file, do_lower_case, max_seq_length,
             part["example_index"] = (rows.numpy() + start).astype(np.int32)
         parts.append(part)
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+def _python_features(examples, vocab_file, do_lower_case, max_seq_length, batch_size,
+                     long_document, doc_stride):
+    """`convert_examples` with the original's WordPiece: `FastTokenizer`'s ids (the
+    compiled tokenizer's, in batches, on every text where they equal `FullTokenizer`'s;
+    `FullTokenizer` on the others), packed by `text.packing`'s rules."""
+    from text.fast_tokenizer import FastTokenizer
+    tok = FastTokenizer(vocab_file, do_lower_case=do_lower_case)
+    cls_id, sep_id = tok.vocab["[CLS]"], tok.vocab["[SEP]"]
+    progress = Progress("classification features", ["examples"],
+                        total=("examples", len(examples)))
+    pairs, index = [], []
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start:start + batch_size]
+        ids_a = tok.ids([e.text_a for e in chunk])
+        ids_b = tok.ids([e.text_b or "" for e in chunk])
+        for i, (a, b) in enumerate(zip(ids_a, ids_b), start):
+            segments = packing.document_segments(a, b, max_seq_length, long_document,
+                                                 doc_stride)
+            pairs.extend(segments)
+            index.extend([i] * len(segments))
+        progress.update(examples=len(chunk))
+    progress.close()
+    arrays = packing.pack_id_pairs(pairs, cls_id, sep_id, max_seq_length)
+    if long_document == "windows":
+        arrays["example_index"] = np.array(index, np.int32)
+    return arrays
 
 
 def _ints(values):
