@@ -81,8 +81,9 @@ def measure(root, work, repeats):
         modeling.save_google_checkpoint(modeling.BertEncoder(base), base_path)
     for name, cfg, path in zip(BUILDS, (config, base), (paths["safetensors"], base_path)):
         build_and_load(modeling, cfg, path)  # warm the file cache
-        times[name] = statistics.median(build_and_load(modeling, cfg, path)  # at most 3:
-                                        for _ in range(min(repeats, 3)))  # Base takes s
+        builds = min(repeats, 3)  # a BERT-Base build takes seconds
+        times[name] = statistics.median(build_and_load(modeling, cfg, path)
+                                        for _ in range(builds))
     return times
 
 
@@ -115,7 +116,8 @@ def main(settings):
     results = harness.alternate({name: functools.partial(in_a_process, root)
                                  for name, root in roots.items()}, settings.rounds)
     print(f"\n{harness.describe()}\nall-MiniLM-L6-v2 into a BertEncoder, median of "
-          f"{settings.repeats} loads per round (builds: of {min(settings.repeats, 3)}), {settings.rounds} rounds\n")
+          f"{settings.repeats} loads per round (builds: of {min(settings.repeats, 3)}), "
+          f"{settings.rounds} rounds\n")
     print(harness.table(["format", *(f"{name} (ms)" for name in roots)], [
         [fmt, *(f"{1e3 * statistics.median(r[fmt] for r in results[name]):.0f}"
                 for name in roots)] for fmt in FORMATS + BUILDS]))

@@ -133,6 +133,17 @@ def document_segments(tokens_a, tokens_b, max_seq_length, long_document="truncat
             for start in window_starts(len(tokens_a), budget, stride)]
 
 
+def segment_pairs(ids_a, ids_b, max_seq_length, long_document="truncate", doc_stride=None):
+    """`document_segments` of each row's (a, b) id lists: (the (a, b) pairs, in order;
+    the row each pair is of)."""
+    pairs, rows = [], []
+    for row, (a, b) in enumerate(zip(ids_a, ids_b)):
+        for pair in document_segments(a, b, max_seq_length, long_document, doc_stride):
+            pairs.append(pair)
+            rows.append(row)
+    return pairs, rows
+
+
 def _layout(a, b, cls, sep):
     """`[CLS] a [SEP] b [SEP]` (b and its [SEP] only when b has items) and its segments."""
     items = [cls] + list(a) + [sep]

@@ -31,12 +31,8 @@ class ClassificationFastPath(FastPath):
         ids_a = self.tokenizer.ids(columns[self.text_inputs[0]])
         ids_b = self.tokenizer.ids(columns[self.text_inputs[1]]) \
             if len(self.text_inputs) > 1 else [[]] * len(ids_a)
-        pairs, rows = [], []
-        for row, (a, b) in enumerate(zip(ids_a, ids_b)):
-            for pair in packing.document_segments(a, b, self.max_seq_length,
-                                                  self.long_document, self.doc_stride):
-                pairs.append(pair)
-                rows.append(row)
+        pairs, rows = packing.segment_pairs(ids_a, ids_b, self.max_seq_length,
+                                            self.long_document, self.doc_stride)
         return self.pack(pairs), (np.array(rows), len(ids_a))
 
     def answer(self, outputs, state):

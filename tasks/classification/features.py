@@ -85,13 +85,11 @@ def _python_features(examples, vocab_file, do_lower_case, max_seq_length, batch_
     pairs, index = [], []
     for start in range(0, len(examples), batch_size):
         chunk = examples[start:start + batch_size]
-        ids_a = tok.ids([e.text_a for e in chunk])
-        ids_b = tok.ids([e.text_b or "" for e in chunk])
-        for i, (a, b) in enumerate(zip(ids_a, ids_b), start):
-            segments = packing.document_segments(a, b, max_seq_length, long_document,
-                                                 doc_stride)
-            pairs.extend(segments)
-            index.extend([i] * len(segments))
+        chunk_pairs, rows = packing.segment_pairs(
+            tok.ids([e.text_a for e in chunk]), tok.ids([e.text_b or "" for e in chunk]),
+            max_seq_length, long_document, doc_stride)
+        pairs.extend(chunk_pairs)
+        index.extend(start + row for row in rows)
         progress.update(examples=len(chunk))
     progress.close()
     arrays = packing.pack_id_pairs(pairs, cls_id, sep_id, max_seq_length)
