@@ -17,6 +17,7 @@ import os
 import shlex
 import shutil
 import tempfile
+import time
 from typing import Optional
 
 from bench import harness
@@ -107,7 +108,10 @@ def ours(settings, model_dir, data, work):
             f"--learning_rate={settings.learning_rate}",
             f"--num_train_epochs={settings.epochs}", f"--output_dir={out}"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
+    launched = time.time()
     seconds, _ = harness.in_fresh_process(argv, env=_threads(settings))
+    print(harness.said(harness.process_breakdown(os.path.join(out, "log.txt"), launched,
+                                                 launched + seconds)), flush=True)
     with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
         results = dict(line.split(" = ", 1) for line in f.read().splitlines() if " = " in line)
     return seconds, float(results["f1"])

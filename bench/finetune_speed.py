@@ -35,10 +35,8 @@ Prints a Markdown table with dev accuracies.
 """
 
 import dataclasses
-import datetime
 import json
 import os
-import re
 import shutil
 import statistics
 import tempfile
@@ -202,9 +200,9 @@ def whole_process(name, settings, model_dir, data, out, seed):
             cwd=root, env=threads)
         with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
             results = dict(line.split(" = ") for line in f.read().splitlines() if " = " in line)
-        parts = breakdown(os.path.join(out, "log.txt"), launched, launched + seconds)
-        print("  where the time went: " + ", ".join(f"{k} {v:.1f} s" for k, v in
-                                                     parts.items()), flush=True)
+        parts = harness.process_breakdown(os.path.join(out, "log.txt"), launched,
+                                         launched + seconds)
+        print(harness.said(parts), flush=True)
         return seconds, float(results["accuracy"])
     seconds, done = harness.in_fresh_process(
         ["python", "-m", "bench.finetune_speed", f"--shared_dir={settings.shared_dir}",
@@ -214,41 +212,6 @@ def whole_process(name, settings, model_dir, data, out, seed):
          f"--work_dir={out}", f"--hf_seed={seed}"], cwd=ROOT, env=threads)
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return seconds, json.loads(line[len("RESULT "):])[1]
-
-
-_STAMP = re.compile(r"I(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*?\] (.*)")
-
-
-def breakdown(log_path, launched, ended):
-    """{phase: seconds} of a `run_classifier.py --do_train --do_eval` process from its
-    log's timestamps: start-up (launch to the first line), data and weights (to
-    "Training from step"), tracing (the first log window's excess over the steady step
-    time of the others), training steps, evaluation (the last step to the results: the
-    last checkpoint's save, the dev pass as its log line times it, the best weights'
-    save) and the end (to exit)."""
-    marks = []
-    with open(log_path, encoding="utf-8") as f:
-        for line in f:
-            m = _STAMP.match(line)
-            if m:
-                when = datetime.datetime.strptime(
-                    f"{datetime.date.fromtimestamp(launched).year}{m.group(1)}{m.group(2)} "
-                    f"{m.group(3)}", "%Y%m%d %H:%M:%S.%f").timestamp()
-                marks.append((when, m.group(4)))
-    first = marks[0][0]
-    loop_start = next(t for t, text in marks if text.startswith("Training from step"))
-    steps = [(t, int(re.match(r"step (\d+)/", text).group(1))) for t, text in marks
-             if re.match(r"step \d+/\d+", text)]
-    results = next(t for t, text in marks if "Eval results" in text)
-    from training.runner import EVALUATED  # the dev pass's seconds in its log line
-    passes = [float(m.group(1)) for _, text in marks for m in [EVALUATED.search(text)] if m]
-    (t1, s1), (tn, sn) = steps[0], steps[-1]
-    steady = (tn - t1) / max(sn - s1, 1)
-    tracing = (t1 - loop_start) - s1 * steady
-    return {"start-up": first - launched, "data and weights": loop_start - first,
-            "tracing": tracing, "training steps": tn - loop_start - tracing,
-            "evaluation": results - tn, "of which the dev pass": passes[-1] if passes
-            else float("nan"), "end": ended - results}
 
 
 def serving_seconds(model_dir, out, dev):

@@ -120,7 +120,11 @@ def ours(settings, model_dir, work):
             f"--learning_rate={settings.learning_rate}", f"--num_train_epochs={settings.epochs}",
             f"--output_dir={out}"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
+    launched = time.time()
     seconds, done = harness.in_fresh_process(argv, env=_threads(settings))
+    print(harness.said(harness.process_breakdown(
+        os.path.join(out, "log.txt"), launched, launched + seconds,
+        results_line="Predicted")), flush=True)
     scores = json.loads(done.stdout.strip().splitlines()[-1])
     return seconds, {key: scores[key] for key in ("exact_match", "f1")}
 

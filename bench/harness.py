@@ -1,7 +1,8 @@
 """What every benchmark here shares, written once: its flags (a dataclass of settings, as
 the tools declare theirs), the machine line a table must carry (CPU model, vector ISA,
 cores, oneDNN), TensorFlow's matmul peak measured in the same run, a command timed in a
-fresh process, measures taken in alternating rounds, and a Markdown table.
+fresh process and where its time went (from its log), measures taken in alternating
+rounds, and a Markdown table.
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Settings:
@@ -14,7 +15,9 @@ fresh process, measures taken in alternating rounds, and a Markdown table.
 """
 
 import dataclasses
+import datetime
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -117,6 +120,50 @@ def in_fresh_process(argv, *, env=None, cwd=None, capture=True, check=True, time
                           cwd=cwd, capture_output=capture, text=True, check=check,
                           timeout=timeout)
     return time.perf_counter() - start, done
+
+
+_STAMP = re.compile(r"I(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+) .*?\] (.*)")  # absl's log prefix
+
+
+def process_breakdown(log_path, launched, ended, results_line="Eval results"):
+    """{phase: seconds} of a fine-tuning script's process (`--do_train` then its dev or
+    predict pass) from the timestamps of its log (`log.txt` in its output folder), launched
+    and ended at the given `time.time()`s: start-up (launch to the first line), data and
+    weights (to "Training from step"), tracing (the first log window's excess over the
+    steady step time of the others), training steps, evaluation (the last step to the
+    first line containing `results_line`: the last checkpoint's save, the pass, its
+    scoring and the best weights' save; "of which the dev pass" as the evaluation's own
+    log line times it, where there is one) and the end (to exit)."""
+    marks = []
+    with open(log_path, encoding="utf-8") as f:
+        for line in f:
+            m = _STAMP.match(line)
+            if m:
+                when = datetime.datetime.strptime(
+                    f"{datetime.date.fromtimestamp(launched).year}{m.group(1)}{m.group(2)} "
+                    f"{m.group(3)}", "%Y%m%d %H:%M:%S.%f").timestamp()
+                marks.append((when, m.group(4)))
+    first = marks[0][0]
+    loop_start = next(t for t, text in marks if text.startswith("Training from step"))
+    steps = [(t, int(re.match(r"step (\d+)/", text).group(1))) for t, text in marks
+             if re.match(r"step \d+/\d+", text)]
+    results = next(t for t, text in marks if results_line in text)
+    from training.runner import EVALUATED  # the dev pass's seconds in its log line
+    passes = [float(m.group(1)) for _, text in marks for m in [EVALUATED.search(text)] if m]
+    (t1, s1), (tn, sn) = steps[0], steps[-1]
+    steady = (tn - t1) / max(sn - s1, 1)
+    tracing = (t1 - loop_start) - s1 * steady
+    return {"start-up": first - launched, "data and weights": loop_start - first,
+            "tracing": tracing, "training steps": tn - loop_start - tracing,
+            "evaluation": results - tn, "of which the dev pass": passes[-1] if passes
+            else float("nan"), "end": ended - results}
+
+
+def said(parts):
+    """The line a bench prints for `process_breakdown`'s figures (a phase the log did not
+    time left out)."""
+    return "  where the time went: " + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items()
+                                                 if v == v)
 
 
 def alternate(measures, rounds, log=print):
