@@ -91,8 +91,8 @@ def write_vocab(tmp_path):
 # `pytest -m "not slow" tests` runs the rest (the unit tier) in a few minutes; CI and the
 # README's command run everything.
 SLOW_FILES = {
-    "test_configs.py", "test_demo_and_vocabulary.py", "test_docs_examples.py",
-    "test_entry_points.py", "test_extract_features.py", "test_faults.py",
+    "test_adaptation.py", "test_configs.py", "test_demo_and_vocabulary.py",
+    "test_docs_examples.py", "test_entry_points.py", "test_extract_features.py", "test_faults.py",
     "test_hub_and_tflite.py", "test_long_documents.py", "test_multiple_choice.py",
     "test_ner.py", "test_output_dir_conflicts.py", "test_paper_ablations.py",
     "test_pretrain_from_text.py", "test_quiet.py", "test_run_classifier.py",
@@ -102,20 +102,20 @@ SLOW_FILES = {
 }
 
 
-# The test files that take longest, with their seconds in one run of the suite (2 AVX2
-# cores, one thread per worker, 2026-11-29; 1,419 s over all files): handed to the two
-# workers first, so that no long file starts last while the other worker sits idle
-# (`--dist loadfile` otherwise orders the files by their number of tests). Stale figures
-# only cost time; every other file follows in its usual order.
+# The test files that take longest, with their seconds in one run of the suite (2 cores of
+# an AMD EPYC with AVX-512, one thread per worker, 2026-12-04; 717 s over all files):
+# handed to the two workers first, so that no long file starts last while the other
+# worker sits idle (`--dist loadfile` otherwise orders the files by their number of
+# tests). Stale figures only cost time; every other file follows in its usual order.
 SLOWEST_FILES = {
-    "test_run_pretraining.py": 122, "test_faults.py": 118, "test_serving_tasks.py": 91,
-    "test_run_classifier.py": 76, "test_pretrain_from_text.py": 71,
-    "test_docs_examples.py": 70, "test_hub_and_tflite.py": 69, "test_serving_load.py": 61,
-    "test_paper_ablations.py": 59, "test_squad.py": 54, "test_pretraining.py": 53,
-    "test_graph_tokenizer.py": 50, "test_long_documents.py": 46,
-    "test_demo_and_vocabulary.py": 35, "test_training_parity.py": 31,
-    "test_classifier_data.py": 30, "test_create_pretraining_data.py": 29,
-    "test_serving_without_tensorflow.py": 29,
+    "test_faults.py": 67, "test_run_pretraining.py": 61, "test_pretrain_from_text.py": 32,
+    "test_paper_ablations.py": 32, "test_run_classifier.py": 30,
+    "test_graph_tokenizer.py": 30, "test_adaptation.py": 30, "test_hub_and_tflite.py": 27,
+    "test_serving_load.py": 26, "test_serving_tasks.py": 25,
+    "test_demo_and_vocabulary.py": 24, "test_pretraining.py": 24,
+    "test_create_pretraining_data.py": 23, "test_training_parity.py": 23,
+    "test_squad.py": 22, "test_docs_examples.py": 20, "test_long_documents.py": 18,
+    "test_serving_without_tensorflow.py": 16, "test_quiet.py": 15, "test_pooling.py": 14,
 }
 
 
