@@ -236,3 +236,33 @@ def test_a_training_run_leaves_tensorflow_text_to_what_uses_it():
                             capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3"))
     assert "tensorflow_text imported: False" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_training_run_starts_with_the_imports_out_of_the_collectors_view(
+        tmp_path, tiny_config_dict, write_vocab):
+    """The training scripts freeze what their imports made (`gc.freeze`) before the run:
+    the run's full garbage collection then walks the run's objects only, not TensorFlow's
+    (`cli.training_run.settle_imports`)."""
+    import json
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(tiny_config_dict))
+    vocab = write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import gc, runpy, sys\n"
+        "gc.unfreeze()  # a warm process's parent froze its own imports\n"
+        f"sys.path.insert(0, {ROOT!r})\n"
+        "from training import runner\n"
+        "def started(*args, **kwargs):\n"
+        "    print('frozen', gc.get_freeze_count())\n"
+        "    sys.exit(0)\n"
+        "runner.run = started\n"
+        f"sys.argv = [{os.path.join(ROOT, 'run_classifier.py')!r}, '--task_name=SST-2',\n"
+        f"            '--data_dir={tmp_path}', '--vocab_file={vocab}',\n"
+        f"            '--bert_config_file={config}', '--output_dir={tmp_path / 'out'}',\n"
+        "            '--do_train']\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    done = warm_processes.run([str(driver)], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    frozen = int(done.stdout.split("frozen ")[1].split()[0])
+    assert frozen > 100_000, done.stdout  # TensorFlow's import alone makes more

@@ -27,6 +27,7 @@ before TensorFlow is imported (tests/test_entry_points.py).
 """
 
 import atexit
+import gc
 import json
 import os
 import runpy
@@ -126,6 +127,9 @@ def serve(preload=PRELOAD):
     _BASE_PATH = [p for p in sys.path[1:] if p not in ours]  # an interpreter's own
     for name in preload:
         __import__(name)
+    # The imports' objects out of the collector's view: a child's collections neither
+    # walk them nor write to their pages (which the fork shares until written).
+    gc.freeze()
     requests = sys.stdin.fileno()  # read raw: a buffered reader would hide lines from select
     answers = sys.stdout
     children = {}
