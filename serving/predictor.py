@@ -25,7 +25,8 @@ How a request is answered:
     answers as the raw-text signature) around a model that takes ids, chosen by
     `backend`:
       - `tflite`: `model.tflite` on LiteRT (XNNPACK). No TensorFlow is imported. A
-        request's rows run in groups of similar length (`serving.length_groups`).
+        request's rows run in groups of similar length, at most `max_positions`
+        positions a call (`serving.length_groups`).
       - `saved_model`: the SavedModel's `serving_ids` signature on TensorFlow (imported
         and loaded on first use; its graph skips the padding itself); faster than TF
         Lite on large requests.
@@ -149,7 +150,8 @@ class Predictor:
 
     def __init__(self, export_dir, backend="auto", num_threads=None,
                  tflite_max_batch=TFLITE_MAX_BATCH, seq_multiple=8, max_interpreters=None,
-                 precision=None, group_overhead=length_groups.GROUP_OVERHEAD):
+                 precision=None, group_overhead=length_groups.GROUP_OVERHEAD,
+                 max_positions=length_groups.MAX_POSITIONS):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
@@ -161,6 +163,7 @@ class Predictor:
         self.backend = backend
         self.tflite_max_batch = tflite_max_batch
         self.group_overhead = group_overhead
+        self.max_positions = max_positions
         self.precision = precision or self.config.get("precision") or "float32"
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
@@ -214,15 +217,19 @@ class Predictor:
         if self.backend_for(batch) != "tflite":
             return self.fast_path.answer(self._ids_model(model_inputs), state)
         if not self.fast_path.group_by_length or self.group_overhead is None:
-            return self.fast_path.answer(self._lite(model_inputs), state)
+            return self.fast_path.answer(self._lite_in_chunks(model_inputs), state)
         return self.fast_path.answer(length_groups.run_in_groups(
-            self._lite, model_inputs, self.fast_path.seq_multiple,
+            self._lite_in_chunks, model_inputs, self.fast_path.seq_multiple,
             self.fast_path.sequence_outputs, self.group_overhead), state)
+
+    def _lite_in_chunks(self, inputs):
+        return length_groups.run_in_row_chunks(self._lite, inputs, self.max_positions)
 
 
 def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_MAX_BATCH,
          seq_multiple=8, max_interpreters=None, precision=None,
-         group_overhead=length_groups.GROUP_OVERHEAD):
+         group_overhead=length_groups.GROUP_OVERHEAD,
+         max_positions=length_groups.MAX_POSITIONS):
     """An export (`run_*.py --export_dir`, `export_saved_model.py`) as a callable: see the
     module docstring.
 
@@ -242,6 +249,9 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_M
         group_overhead: on TF Lite, what one more model call costs, in positions, when a
             request's rows are split into groups of similar length
             (`serving.length_groups`); None: one call per request.
+        max_positions: on TF Lite, the most positions (rows x padded length) one model
+            call computes: a larger request's rows run in several calls, each row at the
+            same padded length; None: no limit.
     """
     return Predictor(export_dir, backend, num_threads, tflite_max_batch, seq_multiple,
-                     max_interpreters, precision, group_overhead)
+                     max_interpreters, precision, group_overhead, max_positions)

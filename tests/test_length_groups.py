@@ -1,6 +1,7 @@
 """`serving.length_groups`: the cut of a request into groups of similar length is the
 cheapest one (against every cut, enumerated), and answers come back in the rows' order
-with per-position outputs padded back."""
+with per-position outputs padded back; a request over the budget of positions a call runs
+a few rows at a time, at its own width."""
 
 import itertools
 
@@ -73,3 +74,29 @@ def test_answers_in_the_rows_order_with_positions_padded_back():
     one = length_groups.run_in_groups(model, inputs, 8, ("twice",), overhead=10 ** 6)
     assert shapes == [(8, width)]
     np.testing.assert_array_equal(one["twice"], ids * 2)
+
+
+def test_rows_over_the_budget_run_a_few_at_a_time_at_the_same_width():
+    rng = np.random.default_rng(2)
+    ids = rng.integers(5, 100, [10, 32]).astype(np.int32)
+    inputs = {"input_ids": ids, "input_mask": np.ones_like(ids)}
+    shapes = []
+
+    def model(batch):
+        shapes.append(batch["input_ids"].shape)
+        return {"total": batch["input_ids"].sum(1), "twice": batch["input_ids"] * 2}
+
+    got = length_groups.run_in_row_chunks(model, inputs, max_positions=100)  # 3 rows
+    assert shapes == [(3, 32), (3, 32), (3, 32), (1, 32)]
+    np.testing.assert_array_equal(got["total"], ids.sum(1))
+    np.testing.assert_array_equal(got["twice"], ids * 2)
+    for budget, calls in ((None, 1), (320, 1), (319, 2), (8, 10)):  # a row over it: alone
+        shapes.clear()
+        length_groups.run_in_row_chunks(model, inputs, max_positions=budget)
+        assert len(shapes) == calls, (budget, shapes)
+    # Multiple choice: a row's positions are every choice's.
+    choices = {"input_ids": ids.reshape(5, 2, 32), "input_mask": np.ones([5, 2, 32])}
+    shapes.clear()
+    length_groups.run_in_row_chunks(lambda b: model({"input_ids": b["input_ids"][:, 0]}),
+                                    choices, max_positions=128)
+    assert [s[0] for s in shapes] == [2, 2, 1]

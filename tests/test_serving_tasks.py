@@ -150,6 +150,14 @@ def test_squad_answers_in_windows_with_the_originals_post_processing(setup, text
     for answer, (_, context) in zip(got["answer"], rows):
         text = answer.decode("utf-8")
         assert text == "empty" or BasicTokenizer(True).tokenize(text)
+    # With a budget of positions a call, the windows run two at a time, each at the
+    # request's padded length, with the same answers.
+    chunked = serving.load(export_dir, backend="tflite", max_positions=2 * MAX_SEQ)
+    whole, calls = chunked._lite, []
+    chunked._lite = lambda inputs: calls.append(inputs["input_mask"].shape) or whole(inputs)
+    assert_same(chunked(rows), got)
+    assert len(calls) > 1 and {c[0] for c in calls[:-1]} == {2}, calls
+    assert len({c[1] for c in calls}) == 1, calls
     # Where the question and context fit one window, the fast path's logits are the
     # raw-text signature's at every real position.
     predict = _LOADED[export_dir, "tflite"]
