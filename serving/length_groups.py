@@ -89,7 +89,6 @@ def run_in_groups(model, inputs, multiple, sequence_outputs=(), overhead=GROUP_O
     return outputs
 
 
-
 def run_in_row_chunks(model, inputs, max_positions=MAX_POSITIONS):
     """`model(inputs)` computed a few rows at a time, so that no call computes more than
     `max_positions` positions (rows x the request's padded length, every choice's; a row
