@@ -69,6 +69,30 @@ def answers(export_dir, inputs):
     return lite
 
 
+def assert_same_two_rows_a_call(export_dir, inputs, got):
+    """With a budget of two of its widest rows' positions a TF Lite call (`max_positions`),
+    the request runs in more calls, none over the budget, each row at the width its group
+    had, with the answers `got`."""
+    per_row = []
+
+    def one_call(model_inputs):
+        mask = model_inputs["input_mask"]
+        per_row.append(mask[0].size)
+        return whole(model_inputs)
+
+    first = serving.load(export_dir, backend="tflite")
+    whole = first._lite
+    first._lite = one_call
+    first(inputs)
+    budget = 2 * max(per_row)
+    chunked = serving.load(export_dir, backend="tflite", max_positions=budget)
+    whole, calls = chunked._lite, []
+    chunked._lite = lambda model_inputs: calls.append(model_inputs["input_mask"].shape) \
+        or whole(model_inputs)
+    assert_same(chunked(inputs), got)
+    assert len(calls) > len(per_row) and all(np.prod(c) <= budget for c in calls), calls
+
+
 def test_tagging_answers_as_its_raw_text_signature(setup, texts):
     from tasks.tagging.export import export_tagging
     folder, vocab_file, config = setup
@@ -81,6 +105,7 @@ def test_tagging_answers_as_its_raw_text_signature(setup, texts):
     for batch in (texts, long_texts, ENGLISH[:1], [""], ["a"] * 3):
         got = answers(export_dir, batch)
         assert_same(got, text_signature(export_dir)(batch))
+    assert_same_two_rows_a_call(export_dir, long_texts, answers(export_dir, long_texts))
     assert (got := answers(export_dir, texts))["entity_type"].size  # entities were found
     assert set(got["entity_type"].ravel()) - {b""} <= {b"PER", b"LOC", b"ORG"}
     for row, text in enumerate(texts):  # offsets are character offsets into the text
@@ -126,6 +151,7 @@ def test_multiple_choice_answers_as_its_raw_text_signature(setup, texts):
     got = answers(export_dir, rows)
     assert_same(got, text_signature(export_dir)(rows))
     assert len(set(got["label_id"])) > 1
+    assert_same_two_rows_a_call(export_dir, rows, got)
     with pytest.raises(ValueError, match="the same number"):
         answers(export_dir, [(texts[0], "", ["a", "b"]), (texts[1], "", ["c"])])
 
@@ -150,14 +176,7 @@ def test_squad_answers_in_windows_with_the_originals_post_processing(setup, text
     for answer, (_, context) in zip(got["answer"], rows):
         text = answer.decode("utf-8")
         assert text == "empty" or BasicTokenizer(True).tokenize(text)
-    # With a budget of positions a call, the windows run two at a time, each at the
-    # request's padded length, with the same answers.
-    chunked = serving.load(export_dir, backend="tflite", max_positions=2 * MAX_SEQ)
-    whole, calls = chunked._lite, []
-    chunked._lite = lambda inputs: calls.append(inputs["input_mask"].shape) or whole(inputs)
-    assert_same(chunked(rows), got)
-    assert len(calls) > 1 and {c[0] for c in calls[:-1]} == {2}, calls
-    assert len({c[1] for c in calls}) == 1, calls
+    assert_same_two_rows_a_call(export_dir, rows, got)
     # Where the question and context fit one window, the fast path's logits are the
     # raw-text signature's at every real position.
     predict = _LOADED[export_dir, "tflite"]
