@@ -68,7 +68,7 @@ def settle_imports():
     """Takes what the process holds so far (TensorFlow's, Keras's and the task's objects
     from their imports: they live to the end) out of the garbage collector's view
     (`gc.freeze`). Otherwise the run's one full collection, which comes while the model
-    is built, walks all of them for nothing: 150-190 ms of run_classifier.py's run on
-    SST-2 (AVX-512 EPYC, 2026-12-04; all collections 180-220 ms, 51-54 after). A
-    script's process only: a library does not freeze its user's objects."""
+    is built, walks all of them for nothing (research/RESULTS-archive.md, "Garbage
+    collection out of the run's way"). A script's process only: a library does not
+    freeze its user's objects."""
     gc.freeze()

@@ -21,11 +21,9 @@ from text.packing import padded_length
 # `bench/serving_speed.py --group_overhead` (see bench/RESULTS.md).
 GROUP_OVERHEAD = 64
 # The most positions one model call computes (`run_in_row_chunks`). A call's activations
-# grow with rows x length (the attention's with rows x length^2): SQuAD's windows of 256
-# in requests of 32 questions ran 1.2x faster in calls of at most 1,024 positions than in
-# one (6.7-7.0 s against 8.3-8.5 for 465 questions, all-MiniLM-L6-v2 on LiteRT, AMD EPYC
-# with AVX-512, 2026-12-04; 512: the same, 2,048: 7.2); SST-2's requests of 32 and texts of
-# ~120 tokens the same with or without (their calls rarely reach it).
+# grow with rows x length (the attention's with rows x length^2) and past the CPU's caches
+# a large request of long texts ran slower per text than small ones; the budgets measured
+# are in research/RESULTS-archive.md ("At most 1,024 positions a TF Lite call").
 MAX_POSITIONS = 1024
 
 
