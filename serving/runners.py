@@ -85,7 +85,8 @@ class InterpreterPool:
 
 
 class LiteRunner:
-    """A TF Lite file's signature, called with NumPy arrays, from any thread.
+    """A TF Lite file's signature, called with NumPy arrays, from any thread; its other
+    signatures by name (`signatures`).
 
     By default (neither `num_threads` nor `max_interpreters` given) the threads follow
     the traffic: a request that arrives alone runs on an interpreter with a thread per
@@ -118,9 +119,16 @@ class LiteRunner:
             self.pools = (InterpreterPool(lambda: self._make(self.num_threads), size),)
         self._in_flight = 0
         self._count = threading.Lock()
-        with self.pools[0].checkout() as runner:  # a bad file fails at load, not per request
-            self.input_names = sorted(runner.get_input_details())
-            self.output_names = sorted(runner.get_output_details())
+        with self.pools[0].checkout() as runners:  # a bad file fails at load, not per request
+            self.signatures = tuple(runners)
+            self._inputs = {name: sorted(runner.get_input_details())
+                            for name, runner in runners.items()}
+            self.input_names = sorted(runners[signature].get_input_details())
+            self.output_names = sorted(runners[signature].get_output_details())
+
+    def input_names_of(self, signature):
+        """The inputs of one of the file's `signatures`."""
+        return self._inputs[signature]
 
     @property
     def made(self):
@@ -128,29 +136,33 @@ class LiteRunner:
         return sum(pool.made for pool in self.pools)
 
     def _make(self, num_threads):
-        """A new interpreter's signature runner, run once on a tiny input: TF Lite applies
-        XNNPACK on the first run, and prints "INFO: Created TensorFlow Lite XNNPACK
-        delegate for CPU." then (once per process), which is kept off the console; and a
-        request does not pay for it."""
+        """A new interpreter's signature runners ({name: runner}: `signature` and the
+        file's others), each run once on a tiny input: TF Lite applies XNNPACK on the
+        first run, and prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
+        then (once per process), which is kept off the console; and a request does not
+        pay for it."""
         with warnings.catch_warnings(), CapturedStderr():
             warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice
             interpreter = self._interpreter(model_path=self.path, num_threads=num_threads)
-            runner = interpreter.get_signature_runner(self.signature)
-            runner(**{name: np.zeros([1] * (len(detail["shape"]) - 1) + [2],
-                                     detail["dtype"])
-                      for name, detail in runner.get_input_details().items()})
-        return runner
+            names = [self.signature] + sorted(set(interpreter.get_signature_list()) -
+                                              {self.signature})
+            runners = {name: interpreter.get_signature_runner(name) for name in names}
+            for runner in runners.values():
+                runner(**{name: np.zeros([1] * (len(detail["shape"]) - 1) + [2],
+                                         detail["dtype"])
+                          for name, detail in runner.get_input_details().items()})
+        return runners
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, signature=None):
         """{input name: array} -> {output name: array} (copies: the interpreter goes
-        back to its pool)."""
+        back to its pool), by `signature` (default the runner's own)."""
         with self._count:
             alone = self._in_flight == 0
             self._in_flight += 1
         try:
             pool = self.pools[0] if alone or len(self.pools) == 1 else self.pools[1]
-            with pool.checkout() as runner:
-                outputs = runner(**inputs)
+            with pool.checkout() as runners:
+                outputs = runners[signature or self.signature](**inputs)
                 return {name: np.array(value) for name, value in outputs.items()}
         finally:
             with self._count:

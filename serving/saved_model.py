@@ -10,6 +10,10 @@ Pipeline position: the last stage (fine-tuning -> SavedModel). Each task's `expo
     `import tensorflow_text`.
   * `serving_ids`: `input_ids`, `input_mask`, `segment_ids` (int32 [batch, seq_length]),
     core TensorFlow ops only (TF Serving, TF Lite).
+`model.tflite` holds `serving_ids` and, for a task whose model answers from rows that pack
+several sequences (`packed_signature`), `serving_packed` beside it (the same weights): the
+inputs of `modeling.encoder.PACKED_INPUT_NAMES` (and the task's), which `serving.load`
+fills with a request's short texts instead of padding (`serving.packed_rows`).
 The export is written to a temporary folder and renamed: never half-written, and an
 existing export is replaced only once the new one is complete.
 """
@@ -28,6 +32,7 @@ from common import file_io
 from modeling import padding
 from modeling.inputs import INPUT_NAMES
 from serving.export_files import (
+    PACKED_SIGNATURE,
     SERVING_CONFIG_FILE,
     TFLITE_FILE,
     TFLITE_INT8_FILE,
@@ -37,6 +42,8 @@ from text.graph_tokenizer import GraphTokenizer
 from text.tokenization import load_vocab
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+# Flat positions in the [rows * width] token matrix of packed rows (`cls_positions`).
+POSITIONS_SPEC = tf.TensorSpec([None], tf.int32)
 # Requests whose padding is trimmed are cut to a multiple of this (see `run_model`).
 SERVING_PAD_MULTIPLE = 8
 # Strings of any rank up to 1: a batch [batch], or one string (see `as_batch`).
@@ -121,6 +128,17 @@ class ServingModule(tf.Module):
         finally:
             self.skip_padding = before
 
+    def packed_signature(self):
+        """`serving_packed` for the TF Lite file (see the module docstring): a
+        `serving_function` over the packed inputs, answering as `serving_ids` does for
+        each packed sequence, when the task has one (`from_packed`) and the model runs on
+        packed rows (`model.packable`); else None."""
+        if not hasattr(self, "from_packed") or not getattr(self.model, "packable", False):
+            return None
+        specs = [IDS_SPEC] * 4 + [POSITIONS_SPEC] * (len(
+            inspect.signature(self.from_packed).parameters) - 4)
+        return serving_function(self.from_packed, specs)
+
     def check_inputs(self, input_ids, input_mask, segment_ids):
         """Assertions that fail the request with an `InvalidArgumentError` naming the
         input, instead of answering a wrong one: the three inputs of one shape, at least
@@ -156,17 +174,20 @@ def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False
     not), False = no; `tflite_quantize` implies True. Returns `export_dir`."""
     serving_ids = serving_function(module.from_ids, [IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
+    packed = module.packed_signature()
     return save_signatures(module, export_dir, {"serving_default": text_signature,
                                                 "serving_ids": serving_ids},
                            tflite="serving_ids", tflite_when=tflite,
-                           tflite_quantize=tflite_quantize)
+                           tflite_quantize=tflite_quantize,
+                           tflite_only={PACKED_SIGNATURE: packed} if packed else None)
 
 
 def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False,
-                    tflite_when=True):
+                    tflite_when=True, tflite_only=None):
     """Writes `module` with `signatures` as a SavedModel, and with `tflite` (a signature
     name) its TF Lite conversion beside it (`tflite_when`: True = required, None = when
-    it converts, else a warning, False = none; `tflite_quantize` implies True); for a
+    it converts, else a warning, False = none; `tflite_quantize` implies True), with the
+    signatures `tflite_only` ({name: function}, not in the SavedModel) beside it; for a
     `ServingModule`, also `serving.json` and the vocabulary (see
     `write_serving_config`). The folder appears complete or not at all."""
     if tflite_quantize:
@@ -177,7 +198,8 @@ def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize
         tf.saved_model.save(module, tmp, signatures=signatures)
         if tflite:
             try:
-                write_tflite(tmp, tflite, module, signatures[tflite], tflite_quantize)
+                write_tflite(tmp, dict({tflite: signatures[tflite]}, **(tflite_only or {})),
+                             module, tflite_quantize)
             except _CONVERTER_ERRORS as exc:
                 if tflite_when:
                     raise
@@ -219,30 +241,31 @@ except ImportError:  # another TensorFlow layout
 
 
 
-def write_tflite(saved_model_dir, signature, module, function, quantize=False):
-    """Converts one signature of a SavedModel to TF Lite with builtin ops only (no Select
+def write_tflite(saved_model_dir, functions, module, quantize=False):
+    """Converts signatures ({name: function}, `tf.function`s on `module`, in one file
+    that holds the weights once) to TF Lite with builtin ops only (no Select
     TF ops, no custom ops): `model.tflite`, float32; with `quantize`, also
     `model_int8.tflite`, dynamic-range quantized (int8 weights, float activations: about a
     quarter of the size; tensors under 1,024 values stay float). Inputs have a dynamic
     [batch, seq] shape: resize them to the request (`interpreter.resize_tensor_input`),
     or use the signature runner.
 
-    The converter reads a SavedModel of `function` (the signature's `tf.function` on
-    `module`) and the variables it reads, saved in a temporary folder, not the export:
+    The converter reads a SavedModel of `functions` and the variables they read, saved in
+    a temporary folder, not the export:
     the converter loads its source twice per file, and the export's other functions (the
     raw-text signature, the tokenizer's tables) made up most of that time. A module with
-    `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) has the signature traced
+    `padded_graphs` (a `ServingModule`, the TF Hub-style encoder) has the signatures traced
     again in `module.padded_graphs()`: the export's own graph skips the padding, which TF
     Lite's builtin ops cannot express.
 
     Only the ids signatures convert: the raw-text ones tokenize with regular expressions
     and tensorflow-text ops, which TF Lite's builtin ops do not have."""
     with tempfile.TemporaryDirectory(prefix="tflite_") as source:
-        _save_signature_alone(module, function, signature, source)
+        _save_signatures_alone(module, functions, source)
 
         def convert(optimize):
             converter = tf.lite.TFLiteConverter.from_saved_model(
-                source, signature_keys=[signature])
+                source, signature_keys=list(functions))
             converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
             if optimize:
                 converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -255,19 +278,23 @@ def write_tflite(saved_model_dir, signature, module, function, quantize=False):
                 f.write(model)
 
 
-def _save_signature_alone(module, function, signature, folder):
-    """Writes the SavedModel `folder` holding `function` (a `tf.function` with its input
-    signature) as `signature` and the variables it reads, nothing else of `module`;
+def _save_signatures_alone(module, functions, folder):
+    """Writes the SavedModel `folder` holding `functions` ({signature: a `tf.function`
+    with its input signature}) and the variables they read, nothing else of `module`;
     traced with the padding computed if `module` has `padded_graphs`."""
-    if hasattr(module, "padded_graphs"):
-        with module.padded_graphs():
-            concrete = serving_function(function.python_function,
-                                        function.input_signature).get_concrete_function()
-    else:
-        concrete = function.get_concrete_function()
+    concrete = {}
+    for signature, function in functions.items():
+        if hasattr(module, "padded_graphs"):
+            with module.padded_graphs():
+                concrete[signature] = serving_function(
+                    function.python_function, function.input_signature
+                ).get_concrete_function()
+        else:
+            concrete[signature] = function.get_concrete_function()
     holder = tf.Module()
-    holder.variables_read = list(concrete.variables)
-    tf.saved_model.save(holder, folder, signatures={signature: concrete})
+    holder.variables_read = list({id(v): v for c in concrete.values()
+                                  for v in c.variables}.values())
+    tf.saved_model.save(holder, folder, signatures=concrete)
 
 
 def as_batch(text):

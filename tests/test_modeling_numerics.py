@@ -79,6 +79,62 @@ def test_task_heads_match_numpy(google_checkpoint, tiny_config_dict, tiny_inputs
     assert np.max(np.abs(out["end_logits"] - both[..., 1])) < TOL
 
 
+def test_packed_rows_give_each_sequence_its_outputs_alone(google_checkpoint,
+                                                          tiny_config_dict):
+    """Three sequences packed into two rows (`BertEncoder.packed`: a block mask, positions
+    counted from each sequence's start): the classifier's logits at each [CLS] and the
+    sequence output at each token are the NumPy forward pass of that sequence alone."""
+    weights, prefix = google_checkpoint
+    config = modeling.BertConfig.from_dict(tiny_config_dict)
+    alone = [([2, 7, 9, 11, 3, 12, 13, 3], [0, 0, 0, 0, 0, 1, 1, 1]),
+             ([2, 21, 22, 3], [0, 0, 0, 0]), ([2, 5, 3, 6, 3], [0, 0, 0, 1, 1])]
+    width, rows = 9, [[0], [1, 2]]  # row 1: sequences 1 and 2 side by side
+    packed = {name: np.zeros((2, width), np.int32) for name in
+              ("input_ids", "segment_ids", "position_ids", "sequence_ids")}
+    where = {}
+    for r, members in enumerate(rows):
+        start = 0
+        for number, i in enumerate(members, 1):
+            ids, segments = alone[i]
+            span = slice(start, start + len(ids))
+            packed["input_ids"][r, span], packed["segment_ids"][r, span] = ids, segments
+            packed["position_ids"][r, span] = np.arange(len(ids))
+            packed["sequence_ids"][r, span] = number
+            where[i], start = (r, start), start + len(ids)
+    packed["cls_positions"] = np.array([r * width + c for r, c in map(where.get, range(3))],
+                                       np.int32)
+    classifier = modeling.BertClassifier(config, num_classes=3)
+    modeling.load_checkpoint(classifier, prefix, strict=True)
+    logits = np.asarray(classifier.call_packed(packed)["logits"])
+    sequence = np.asarray(classifier.encoder.packed(packed)["sequence_output"])
+    for i, (ids, segments) in enumerate(alone):
+        want = ref.encoder_forward(weights, tiny_config_dict, np.array([ids], np.int32),
+                                   np.ones((1, len(ids)), np.int32),
+                                   np.array([segments], np.int32))
+        expected = want["pooled_output"] @ weights["output_weights"].T + weights["output_bias"]
+        assert np.max(np.abs(logits[i] - expected[0])) < TOL
+        r, c = where[i]
+        assert np.max(np.abs(sequence[r, c:c + len(ids)] - want["sequence_output"][0])) < TOL
+    # One mask for the whole row instead (sequences attending to each other): not alone.
+    mixed = dict(packed, sequence_ids=(packed["sequence_ids"] > 0).astype(np.int32))
+    assert np.max(np.abs(classifier.call_packed(mixed)["logits"] - logits)) > 1e-3
+
+
+def test_only_the_originals_heads_and_cls_pooling_run_packed(tiny_config_dict):
+    """Mean pooling, causal attention and the BiLSTM head read more than [CLS] and
+    per-row state: they refuse packed rows in one line."""
+    for change, model_class in (({"pooling": "mean"}, modeling.BertClassifier),
+                                ({"causal_attention": True}, modeling.BertClassifier)):
+        model = model_class(modeling.BertConfig.from_dict(dict(tiny_config_dict, **change)), 2)
+        assert not model.packable
+        with pytest.raises(ValueError, match="packed rows"):
+            model.call_packed({})
+    bilstm = modeling.BertTokenClassifier(modeling.BertConfig.from_dict(tiny_config_dict), 3,
+                                          head="bilstm")
+    assert not bilstm.packable and modeling.BertTokenClassifier(
+        modeling.BertConfig.from_dict(tiny_config_dict), 3).packable
+
+
 def test_padding_does_not_change_real_tokens(google_checkpoint, tiny_config_dict):
     """Two paths agree: a sequence alone, and the same sequence padded in a batch."""
     _, prefix = google_checkpoint

@@ -203,7 +203,9 @@ def test_a_checkpoints_pooling_reaches_fine_tuning_and_export(pooling, tmp_path)
     assert np.abs(got - other).max() > 1e-3
     # serving.load, as a web service calls it: LiteRT's model.tflite, from raw text.
     import serving
-    lite = serving.load(str(export), backend="tflite")(texts)["probabilities"]
+    predictor = serving.load(str(export), backend="tflite")
+    assert "serving_packed" not in predictor._lite.signatures  # [CLS] only: rows unpacked
+    lite = predictor(texts)["probabilities"]
     np.testing.assert_allclose(np.asarray(lite), probabilities(pooling), atol=1e-5)
 
 

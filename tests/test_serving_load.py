@@ -110,8 +110,9 @@ def test_long_texts_in_windows_and_regression(exports, texts):
 
 def test_rows_of_a_request_run_in_groups_of_similar_length(exports, texts):
     """On TF Lite a request's rows are sorted by length and run in groups, each padded to
-    its own longest; the answers are those of one call, and of the raw-text signature."""
-    predict = serving.load(exports["windows"], backend="tflite")
+    its own longest; the answers are those of one call, and of the raw-text signature
+    (rows not packed, as for an export whose model.tflite has no `serving_packed`)."""
+    predict = serving.load(exports["windows"], backend="tflite", pack_rows=False)
     widths = []
     run = predict._lite
 
@@ -128,6 +129,35 @@ def test_rows_of_a_request_run_in_groups_of_similar_length(exports, texts):
     assert_same(got, serving.load(exports["windows"], backend="tflite",
                                   group_overhead=None)(batch))
     assert_same(got, text_signature(exports["windows"])(batch))
+
+
+def test_short_texts_share_packed_rows_and_answer_as_alone(exports, texts):
+    """On TF Lite a request's short texts are packed side by side into shared rows
+    (`serving_packed`): fewer rows and positions than a row each, every call's rows as
+    wide; the answers those of the raw-text signature, and of each text asked alone."""
+    predict = serving.load(exports["pair"], backend="tflite")
+    shapes = []
+    run = predict._lite_packed
+
+    def recording(inputs):
+        shapes.append(inputs["input_ids"].shape)
+        assert sorted(inputs) == ["cls_positions", "input_ids", "position_ids",
+                                  "segment_ids", "sequence_ids"]
+        return run(inputs)
+
+    predict._lite_packed = recording
+    pairs = list(zip(texts[:30], texts[30:60]))
+    got = predict(pairs)
+    inputs, _ = predict.fast_path.prepare(_columns(pairs, predict.text_inputs))
+    assert shapes and sum(rows for rows, _ in shapes) < len(pairs)
+    assert len({width for _, width in shapes}) == 1
+    assert sum(r * w for r, w in shapes) < inputs["input_ids"].size
+    assert_same(got, text_signature(exports["pair"])(pairs))
+    calls = len(shapes)
+    alone = [predict([pair]) for pair in pairs[:8]]
+    assert len(shapes) == calls  # a one-row request runs unpacked
+    for i, answer in enumerate(alone):
+        assert_same({k: v[i:i + 1] for k, v in got.items()}, answer)
 
 
 def test_the_saved_model_skips_padding_and_tflite_computes_it(exports):

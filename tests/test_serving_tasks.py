@@ -69,26 +69,28 @@ def answers(export_dir, inputs):
     return lite
 
 
-def assert_same_two_rows_a_call(export_dir, inputs, got):
+def assert_same_two_rows_a_call(export_dir, inputs, got, packed=False):
     """With a budget of two of its widest rows' positions a TF Lite call (`max_positions`),
     the request runs in more calls, none over the budget, each row at the width its group
-    had, with the answers `got`."""
+    (or its packed rows) had, with the answers `got`. `packed`: the rows packed
+    (`serving_packed`), else in groups of similar length."""
     per_row = []
+    runner, key = ("_lite_packed", "input_ids") if packed else ("_lite", "input_mask")
 
     def one_call(model_inputs):
-        mask = model_inputs["input_mask"]
-        per_row.append(mask[0].size)
+        per_row.append(model_inputs[key][0].size)
         return whole(model_inputs)
 
-    first = serving.load(export_dir, backend="tflite")
-    whole = first._lite
-    first._lite = one_call
+    first = serving.load(export_dir, backend="tflite", pack_rows=packed)
+    whole = getattr(first, runner)
+    setattr(first, runner, one_call)
     first(inputs)
     budget = 2 * max(per_row)
-    chunked = serving.load(export_dir, backend="tflite", max_positions=budget)
-    whole, calls = chunked._lite, []
-    chunked._lite = lambda model_inputs: calls.append(model_inputs["input_mask"].shape) \
-        or whole(model_inputs)
+    chunked = serving.load(export_dir, backend="tflite", max_positions=budget,
+                           pack_rows=packed)
+    whole, calls = getattr(chunked, runner), []
+    setattr(chunked, runner, lambda model_inputs: calls.append(model_inputs[key].shape)
+            or whole(model_inputs))
     assert_same(chunked(inputs), got)
     assert len(calls) > len(per_row) and all(np.prod(c) <= budget for c in calls), calls
 
@@ -105,7 +107,15 @@ def test_tagging_answers_as_its_raw_text_signature(setup, texts):
     for batch in (texts, long_texts, ENGLISH[:1], [""], ["a"] * 3):
         got = answers(export_dir, batch)
         assert_same(got, text_signature(export_dir)(batch))
-    assert_same_two_rows_a_call(export_dir, long_texts, answers(export_dir, long_texts))
+    for packed in (False, True):
+        assert_same_two_rows_a_call(export_dir, long_texts, answers(export_dir, long_texts),
+                                    packed)
+    # The sentences above ran packed, several to a row (the answers checked above).
+    packing = serving.load(export_dir, backend="tflite")
+    rows, run = [], packing._lite_packed
+    packing._lite_packed = lambda inputs: rows.append(len(inputs["input_ids"])) or run(inputs)
+    assert_same(packing(texts), answers(export_dir, texts))
+    assert 0 < sum(rows) < len(texts) / 2, rows
     assert (got := answers(export_dir, texts))["entity_type"].size  # entities were found
     assert set(got["entity_type"].ravel()) - {b""} <= {b"PER", b"LOC", b"ORG"}
     for row, text in enumerate(texts):  # offsets are character offsets into the text

@@ -31,6 +31,18 @@ def attention_mask_adder(input_mask):
     return (1.0 - ops.expand_dims(ops.expand_dims(mask, 1), 1)) * MASK_ADDER
 
 
+def packed_mask_adder(sequence_ids):
+    """The additive mask [B, 1, T, T] of packed rows: `sequence_ids` [B, T] numbers the
+    sequences packed into each row (1, 2, ... at their positions, 0 at the padding), and
+    a query attends only to the real keys of its own sequence: each sequence sees what it
+    would see alone in a row of its own (`attention_mask_adder`'s key mask, per
+    sequence)."""
+    queries = ops.expand_dims(sequence_ids, 2)  # [B, F, 1]
+    keys = ops.expand_dims(sequence_ids, 1)  # [B, 1, T]
+    seen = ops.logical_and(ops.equal(queries, keys), ops.not_equal(keys, 0))
+    return (1.0 - ops.expand_dims(ops.cast(seen, "float32"), 1)) * MASK_ADDER
+
+
 def real_token_index(input_mask):
     """The positions of the real tokens in the [batch * seq_length] token matrix of a
     batch with `input_mask` [B, T], in order: int32 [num_tokens]. With it, the encoder

@@ -73,7 +73,9 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, input_ids, segment_ids, training=None):
+    def call(self, input_ids, segment_ids, training=None, position_ids=None):
+        """`position_ids` [B, T]: each token's position (rows that pack several sequences
+        count each from its own start); default 0, 1, ... along every row."""
         seq_length = ops.shape(input_ids)[1]
         # Out-of-range ids make a gather fail on CPU and silently read zeros or garbage on
         # other devices (the original README's "NaNs ... unchecked out-of-bounds access").
@@ -94,7 +96,14 @@ class BertEmbeddings(keras.layers.Layer):
         with tf.control_dependencies(checks):
             words = ops.take(self.word_embeddings, input_ids, axis=0)
         types = ops.take(self.token_type_embeddings, segment_ids, axis=0)
-        positions = self.position_embeddings[:seq_length][None, :, :]
+        if position_ids is None:
+            positions = self.position_embeddings[:seq_length][None, :, :]
+        else:
+            with tf.control_dependencies([tf.debugging.assert_less(
+                    position_ids, tf.cast(self.max_position_embeddings, position_ids.dtype),
+                    message=f"position_ids contain a position >= "
+                            f"max_position_embeddings={self.max_position_embeddings}")]):
+                positions = ops.take(self.position_embeddings, position_ids, axis=0)
         x = words + types + ops.cast(positions, words.dtype)
         x = self.layer_norm(x)
         return self.dropout(x, training=training)

@@ -14,6 +14,8 @@ Pipeline position: after fine-tuning (`run_classifier.py --export_dir`,
     "").
   * `serving_ids`: the three id inputs; the same outputs (multi-label: without `labels`,
     so that it converts to TF Lite's builtin ops).
+`model.tflite` also holds `serving_packed` (`from_packed`): the same outputs for the
+sequences packed in rows, one per `cls_positions`.
 """
 
 
@@ -47,7 +49,10 @@ class ClassificationModule(export.ServingModule):
                     threshold=self.threshold)
 
     def _outputs(self, packed, rows=None, batch=None, names=True):
-        logits = tf.cast(self.run_model(**packed)["logits"], tf.float32)
+        return self._answers(self.run_model(**packed)["logits"], rows, batch, names)
+
+    def _answers(self, logits, rows=None, batch=None, names=True):
+        logits = tf.cast(logits, tf.float32)
         if rows is not None:  # windows: the mean of each row's windows' logits
             logits = tf.math.unsorted_segment_mean(logits, rows, batch)
         if self.regression:
@@ -69,6 +74,14 @@ class ClassificationModule(export.ServingModule):
     def from_ids(self, input_ids, input_mask, segment_ids):
         return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
                               "segment_ids": segment_ids}, names=False)
+
+    def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids, cls_positions):
+        """`serving_ids`' answers for the sequences packed in the rows (TF Lite only: see
+        `serving.saved_model`), in `cls_positions`' order."""
+        return self._answers(self.model.call_packed({
+            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
+            "sequence_ids": sequence_ids, "cls_positions": cls_positions})["logits"],
+            names=False)
 
     def from_text(self, text_a, text_b=None):
         ids_a = self.tokenizer.tokenize(export.as_batch(text_a))

@@ -34,7 +34,16 @@ class TaggingModule(export.ServingModule):
         return dict(super().serving_config(), labels=self.label_list)
 
     def from_ids(self, input_ids, input_mask, segment_ids):
-        logits = self.run_model(input_ids, input_mask, segment_ids)["logits"]
+        return self._answers(self.run_model(input_ids, input_mask, segment_ids)["logits"])
+
+    def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids):
+        """`serving_ids`' outputs at the positions of rows that pack several sentences
+        (TF Lite only: see `serving.saved_model`)."""
+        return self._answers(self.model.call_packed({
+            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
+            "sequence_ids": sequence_ids})["logits"])
+
+    def _answers(self, logits):
         probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), -1)
         label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
         return {"probabilities": probabilities, "label_id": label_id,
@@ -103,7 +112,8 @@ def export_tagging(model, export_dir, vocab_file, do_lower_case, max_seq_length,
     `entity_start`/`entity_end` (character offsets into the input, end exclusive; -1
     padding), and `words`/`word_tags`. Words beyond `max_seq_length` pieces are tagged O.
     `serving_ids` takes token ids (core ops) and returns per-position `probabilities`,
-    `label_id` and `label`.
+    `label_id` and `label`; `model.tflite` also holds `serving_packed`, the same outputs
+    at the positions of rows that pack several sentences.
     """
     module = TaggingModule(model, vocab_file, do_lower_case, max_seq_length, label_list)
     return export.save(module, export_dir,

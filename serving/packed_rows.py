@@ -1,0 +1,114 @@
+"""A request's texts packed into shared rows: short sequences side by side in one row of
+the model's input, each attending only to itself, instead of one padded row each.
+
+Pipeline position: inside `serving.load` (`serving.predictor`), between a task's fast
+path (which packs a request into id arrays, a row per sequence, padded to its longest) and
+the `serving_packed` signature of `model.tflite` (`BertEncoder.packed`: a sequence's
+outputs are those it has alone in a row, up to float rounding). A model that computes
+every position it is given then computes little padding: SST-2's dev sentences in
+requests of 32, packed into rows of 64 positions, are 1.06x their real tokens, against
+1.26x in groups of similar length (`serving.length_groups`).
+
+The rows are filled first-fit, longest sequence first. Per-sequence outputs (a
+classifier's) come back in the request's row order (the model reads each sequence's
+[CLS] at `cls_positions`); per-position outputs (`sequence_outputs`, a tagger's) are
+unpacked into the request's [rows, length, ...] layout, zeros past each sequence's end.
+"""
+
+import numpy as np
+
+from serving.length_groups import row_lengths
+from text.packing import padded_length
+
+# Positions of a packed row, unless the request's longest sequence is longer (then its
+# length) or the whole request shorter (then the request's tokens): short enough that the
+# attention over a row stays a small part of a call's work, long enough that a few
+# sentences share it. bench/serving_speed.py measured rows of 56, 64, 96 and 128 (see
+# bench/RESULTS.md).
+PACK_WIDTH = 64
+
+
+def plan_rows(lengths, width):
+    """The sequences (indices into `lengths`) of each row of `width` positions, first-fit
+    in order of decreasing length (ties in request order)."""
+    rows, room = [], []
+    for i in np.argsort(-np.asarray(lengths), kind="stable"):
+        n = int(lengths[i])
+        for k, free in enumerate(room):
+            if n <= free:
+                rows[k].append(int(i))
+                room[k] -= n
+                break
+        else:
+            rows.append([int(i)])
+            room.append(width - n)
+    return rows
+
+
+def row_width(lengths, multiple, width=PACK_WIDTH):
+    """Positions of each packed row for sequences of `lengths`: `width`, or the longest
+    sequence when longer, or all the tokens together when fewer; a multiple of
+    `multiple`."""
+    longest = padded_length(int(max(lengths)), multiple, float("inf"))
+    together = padded_length(int(sum(lengths)), multiple, float("inf"))
+    return max(longest, min(width, together))
+
+
+def pack(inputs, lengths, rows, width):
+    """The packed model inputs of `rows` (from `plan_rows`): `input_ids`, `segment_ids`,
+    `position_ids` (each sequence counted from 0), `sequence_ids` (1, 2, ... in a row, 0
+    at the padding), int32 [len(rows), width], and `cls_positions` [sequences of `rows`,
+    in the order they appear in `rows` sorted by request row]; with each sequence's (row,
+    column) of the packed arrays, by request row."""
+    members = sorted(i for row in rows for i in row)
+    packed = {name: np.zeros((len(rows), width), np.int32) for name in
+              ("input_ids", "segment_ids", "position_ids", "sequence_ids")}
+    where = {}
+    for r, row in enumerate(rows):
+        start = 0
+        for number, i in enumerate(row, 1):
+            n = int(lengths[i])
+            packed["input_ids"][r, start:start + n] = inputs["input_ids"][i, :n]
+            packed["segment_ids"][r, start:start + n] = inputs["segment_ids"][i, :n]
+            packed["position_ids"][r, start:start + n] = np.arange(n)
+            packed["sequence_ids"][r, start:start + n] = number
+            where[i] = (r, start)
+            start += n
+    packed["cls_positions"] = np.array([where[i][0] * width + where[i][1] for i in members],
+                                       np.int32)
+    return packed, [where[i] for i in members]
+
+
+def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
+               max_positions=None, cls_positions=True):
+    """`model` (the packed signature: packed inputs -> outputs) on a request's padded
+    inputs ({"input_ids", "input_mask", "segment_ids"} [rows, length]), its outputs in the
+    request's layout: per-sequence outputs [rows, ...] in row order, `sequence_outputs`
+    [rows, length, ...] with zeros past each sequence. At most `max_positions` positions
+    a call (several calls of whole packed rows). `cls_positions`: whether the model takes
+    them (a tagger's does not)."""
+    lengths = np.maximum(row_lengths(inputs["input_mask"]), 1)
+    count, length = inputs["input_mask"].shape
+    width = row_width(lengths, multiple, width)
+    rows = plan_rows(lengths, width)
+    per_call = max(1, max_positions // width) if max_positions else len(rows)
+    outputs = {}
+    for first in range(0, len(rows), per_call):
+        chunk = rows[first:first + per_call]
+        packed, where = pack(inputs, lengths, chunk, width)
+        if not cls_positions:
+            del packed["cls_positions"]
+        results = model(packed)
+        members = sorted(i for row in chunk for i in row)
+        for name, value in results.items():
+            if name not in outputs:
+                shape = (count, length) + value.shape[2:] if name in sequence_outputs \
+                    else (count,) + value.shape[1:]
+                outputs[name] = np.zeros(shape, value.dtype)
+            if name not in sequence_outputs:
+                outputs[name][members] = value
+                continue
+            for i, (r, start) in zip(members, where):
+                n = int(lengths[i])
+                outputs[name][i, :n] = value[r, start:start + n]
+    return outputs
