@@ -31,9 +31,10 @@ How a request is answered:
         positions a call.
       - `saved_model`: the SavedModel's `serving_ids` signature on TensorFlow (imported
         and loaded on first use; its graph skips the padding itself); faster than TF
-        Lite on large requests.
+        Lite's groups on large requests, slower than its packed rows.
       - `auto` (default): TF Lite for requests of up to `tflite_max_batch` rows, the
-        SavedModel above (`bench/serving_speed.py` measures the crossing).
+        SavedModel above; every request to TF Lite where its rows pack
+        (`bench/serving_speed.py` measures the crossing).
   * An export from before `serving.json` named its task is answered by its raw-text
     signature itself. One whose fast path this Python cannot import is refused in one
     line (its answers would otherwise change format).
@@ -63,10 +64,9 @@ from serving.runners import LiteRunner, SavedModelRunner
 
 BACKENDS = ("auto", "tflite", "saved_model")
 PRECISIONS = ("float32", "int8")
-# Up to this many rows per request go to TF Lite under `auto`. bench/serving_speed.py on
-# an AMD EPYC (AVX2), oneDNN on, both skipping padding: TF Lite (XNNPACK) 1.41x the
-# SavedModel at batch 8 and 1.07x at 32; larger requests, unmeasured, go to the
-# SavedModel.
+# Up to this many rows per request go to TF Lite under `auto` when its rows do not pack
+# (groups of similar length); packed rows go to TF Lite at every size. Measured with
+# bench/serving_speed.py (bench/RESULTS.md, the archive's "Packed rows").
 TFLITE_MAX_BATCH = 32
 
 
@@ -156,7 +156,7 @@ class Predictor:
     """See the module docstring; made by `load`."""
 
     def __init__(self, export_dir, backend="auto", num_threads=None,
-                 tflite_max_batch=TFLITE_MAX_BATCH, seq_multiple=8, max_interpreters=None,
+                 tflite_max_batch=None, seq_multiple=8, max_interpreters=None,
                  precision=None, group_overhead=length_groups.GROUP_OVERHEAD,
                  max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
         if backend not in BACKENDS:
@@ -213,10 +213,12 @@ class Predictor:
 
     def backend_for(self, batch):
         """The backend a request of `batch` rows goes to."""
-        if self._lite is not None and (self.backend == "tflite" or
-                                       batch <= self.tflite_max_batch):
-            return "tflite"
-        return "saved_model"
+        if self._lite is None:
+            return "saved_model"
+        limit = self.tflite_max_batch
+        if limit is None:
+            limit = float("inf") if self._packs(2) else TFLITE_MAX_BATCH
+        return "tflite" if self.backend == "tflite" or batch <= limit else "saved_model"
 
     def __call__(self, inputs):
         columns = _columns(inputs, self.text_inputs)
@@ -253,7 +255,7 @@ class Predictor:
         return length_groups.run_in_row_chunks(self._lite, inputs, self.max_positions)
 
 
-def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_MAX_BATCH,
+def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=None,
          seq_multiple=8, max_interpreters=None, precision=None,
          group_overhead=length_groups.GROUP_OVERHEAD,
          max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
@@ -266,7 +268,8 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=TFLITE_M
         num_threads: TF Lite threads per request. Default: every core this process may
             use for a request that arrives alone, one each for requests in flight
             together (`serving.runners.LiteRunner`).
-        tflite_max_batch: under "auto", requests of up to this many rows go to TF Lite.
+        tflite_max_batch: under "auto", requests of up to this many rows go to TF Lite;
+            default every request where its rows pack, else `TFLITE_MAX_BATCH`.
         seq_multiple: requests are padded to a multiple of this many positions.
         max_interpreters: TF Lite interpreters kept, each serving one request at a time;
             with `num_threads`, default one per `num_threads` cores.

@@ -186,6 +186,10 @@ def test_auto_picks_tflite_for_small_requests(exports):
     assert predict._ids_model.loaded  # the 5-row request loaded the SavedModel
     # A request of one string.
     assert predict(ENGLISH[0])["probabilities"].shape == (1, 3)
+    # By default packed rows run on TF Lite at any size; groups up to 32 rows.
+    assert serving.load(exports["single"]).backend_for(10_000) == "tflite"
+    unpacked = serving.load(exports["single"], pack_rows=False)
+    assert unpacked.backend_for(32) == "tflite" and unpacked.backend_for(33) == "saved_model"
 
 
 def test_the_export_names_its_fast_path_and_older_exports_still_find_theirs(exports,
