@@ -158,7 +158,7 @@ class Predictor:
     def __init__(self, export_dir, backend="auto", num_threads=None,
                  tflite_max_batch=None, seq_multiple=8, max_interpreters=None,
                  precision=None, group_overhead=length_groups.GROUP_OVERHEAD,
-                 max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
+                 max_positions=length_groups.MAX_POSITIONS, pack_rows=True):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
@@ -175,9 +175,7 @@ class Predictor:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
                              f"{list(PRECISIONS)}.")
-        # int8 quantizes each packed row's activations together: a text's answer would
-        # move with its neighbours' (by about 1e-3), so it packs only when asked.
-        self.pack_rows = self.precision == "float32" if pack_rows is None else pack_rows
+        self.pack_rows = pack_rows
         fast = fast_path_class(self.config, export_dir)
         self.fast_path = None
         self._lite = self._ids_model = self._text_model = None
@@ -258,7 +256,7 @@ class Predictor:
 def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=None,
          seq_multiple=8, max_interpreters=None, precision=None,
          group_overhead=length_groups.GROUP_OVERHEAD,
-         max_positions=length_groups.MAX_POSITIONS, pack_rows=None):
+         max_positions=length_groups.MAX_POSITIONS, pack_rows=True):
     """An export (`run_*.py --export_dir`, `export_saved_model.py`) as a callable: see the
     module docstring.
 
@@ -284,9 +282,7 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=None,
             same padded length; None: no limit.
         pack_rows: on TF Lite, a request's texts share packed rows when the file has
             the task's `serving_packed` signature (`serving.packed_rows`); False: groups
-            of similar length only. Default: float32 packs, int8 does not (its
-            activations are quantized per packed row, so a text's answer would depend
-            on the texts beside it, by about 1e-3 in probability).
+            of similar length only.
     """
     return Predictor(export_dir, backend, num_threads, tflite_max_batch, seq_multiple,
                      max_interpreters, precision, group_overhead, max_positions, pack_rows)

@@ -167,11 +167,6 @@ def test_tflite_answers_as_the_saved_model(checkpoints):
     want = tf.saved_model.load(str(folder / "classifier")).signatures["serving_ids"](
         **{k: tf.constant(v) for k, v in inputs.items()})
     np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=0.05)
-    # serving.load packs a request's texts into shared rows in float32 only: int8
-    # quantizes a packed row's activations together (answers would move with neighbours).
-    import serving
-    assert serving.load(str(folder / "classifier"), precision="int8").pack_rows is False
-    assert serving.load(str(folder / "classifier")).pack_rows is True
 
 
 def test_each_export_stores_every_weight_once(checkpoints):

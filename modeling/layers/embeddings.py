@@ -96,14 +96,15 @@ class BertEmbeddings(keras.layers.Layer):
         with tf.control_dependencies(checks):
             words = ops.take(self.word_embeddings, input_ids, axis=0)
         types = ops.take(self.token_type_embeddings, segment_ids, axis=0)
+        positions = self.position_embeddings[:seq_length]
         if position_ids is None:
-            positions = self.position_embeddings[:seq_length][None, :, :]
-        else:
+            positions = positions[None, :, :]
+        else:  # packed rows: each position within its row (a gather from the row's slice
+            # keeps the table out of TF Lite's int8 quantization, as the slice alone is)
             with tf.control_dependencies([tf.debugging.assert_less(
-                    position_ids, tf.cast(self.max_position_embeddings, position_ids.dtype),
-                    message=f"position_ids contain a position >= "
-                            f"max_position_embeddings={self.max_position_embeddings}")]):
-                positions = ops.take(self.position_embeddings, position_ids, axis=0)
+                    position_ids, tf.cast(seq_length, position_ids.dtype),
+                    message="position_ids contain a position past the row's length")]):
+                positions = ops.take(positions, position_ids, axis=0)
         x = words + types + ops.cast(positions, words.dtype)
         x = self.layer_norm(x)
         return self.dropout(x, training=training)
