@@ -33,7 +33,8 @@ TensorFlow's oneDNN state, with the float32 matmul peak measured in the same run
 the largest probability difference of each path against the SavedModel. Last, TF Lite's
 batch-32 rate by `serving.load(..., pack_rows=False, group_overhead=)`
 (`--group_overhead`), which sets how readily a request is split into groups of similar
-length when its rows are not packed.
+length when its rows are not packed, and by `serving.load(..., pack_width=)`
+(`--pack_width`), the positions of a packed row.
 
 oneDNN: `--onednn=auto` (default) decides as the entry points and `serving` do
 (`common.onednn`: measured, cached); `on` / `off` force it for comparison.
@@ -165,6 +166,9 @@ class Settings(harness.SharedData, harness.Rounds, harness.Threads,
     group_overhead: str = setting('none,0,32,64,128,256', help="overheads (positions) of "
                                   "serving.length_groups to compare at batch 32 on TF Lite "
                                   "('' for none)")
+    pack_width: str = setting('48,64,80,96,128', help="widths (positions) of "
+                              "serving.packed_rows' rows to compare at batch 32 on TF Lite "
+                              "('' for none)")
     parts: str = setting(','.join(PARTS), help="classifier: this script's tables; process: "
                          "bench/serving_process.py (a fine-tuned classifier: int8 accuracy, "
                          "cold start, RSS, threads); tasks: bench/serving_tasks.py (NER and "
@@ -229,6 +233,7 @@ def classifier(settings, work):
                        for i in range(0, len(sentences), 32)) for name, fn in paths.items()}
     latency, throughput = time_text_paths(paths, sentences, settings)
     sweep = time_group_overheads(models, sentences, settings)
+    widths = time_pack_widths(models, sentences, settings)
     ids_rate = {kind: time_ids_paths(models.ids_paths(ids, mask, segments), settings.rounds)
                 for kind, (ids, mask, segments) in models.id_inputs(sentences).items()}
 
@@ -239,7 +244,7 @@ def classifier(settings, work):
           f"average (max {max(lengths)}); max_seq_length {settings.max_seq_length}; "
           f"{settings.rounds} rounds. Largest probability difference from the SavedModel: " +
           ", ".join(f"{name} {d:.1e}" for name, d in diffs.items() if name != "saved_model"))
-    print_text_tables(latency, throughput, sweep)
+    print_text_tables(latency, throughput, sweep, widths)
     print(f"\n| ids, batch 32 x {settings.max_seq_length}, sequences/s | SavedModel "
           "(serving_ids) | HF | ONNX Runtime | SavedModel / HF | SavedModel / ONNX Runtime |")
     print("|---|---|---|---|---|---|")
@@ -410,16 +415,30 @@ def sentences_per_second(predict, sentences, size):
 
 def time_group_overheads(models, sentences, settings):
     """serving.length_groups: batch-32 sentences/s on TF Lite by the overhead a group is
-    charged (in positions; "none": one call per request), {overhead: [rate per round]}."""
-    if not settings.group_overhead:
+    charged (in positions; "none": one call per request), rows not packed, {overhead:
+    [rate per round]}."""
+    return time_settings(models, sentences, settings, settings.group_overhead, lambda o: dict(
+        group_overhead=None if o == "none" else int(o), pack_rows=False))
+
+
+def time_pack_widths(models, sentences, settings):
+    """serving.packed_rows: batch-32 sentences/s on TF Lite by the width of a packed row
+    (positions), {width: [rate per round]}."""
+    return time_settings(models, sentences, settings, settings.pack_width,
+                         lambda w: dict(pack_width=int(w)))
+
+
+def time_settings(models, sentences, settings, values, options):
+    """Batch-32 sentences/s on TF Lite of `serving.load(..., **options(value))` for each
+    of the comma-separated `values`, alternated, {value: [rate per round]}."""
+    if not values:
         return {}
     import serving
-    lites = {o: serving.load(models.export_dir, backend="tflite", num_threads=settings.threads,
-                             group_overhead=None if o == "none" else int(o), pack_rows=False)
-             for o in settings.group_overhead.split(",")}
+    lites = {v: serving.load(models.export_dir, backend="tflite", num_threads=settings.threads,
+                             **options(v)) for v in values.split(",")}
     return harness.alternate(
-        {o: (lambda p=predict: sentences_per_second(
-            lambda b: p(b)["probabilities"], sentences, 32)) for o, predict in lites.items()},
+        {v: (lambda p=predict: sentences_per_second(
+            lambda b: p(b)["probabilities"], sentences, 32)) for v, predict in lites.items()},
         settings.rounds, log=None)
 
 
@@ -438,9 +457,9 @@ def time_ids_paths(fns, rounds):
         {name: (lambda f=fn: rate(f)) for name, fn in fns.items()}, rounds, log=None))
 
 
-def print_text_tables(latency, throughput, sweep):
+def print_text_tables(latency, throughput, sweep, widths):
     """The raw-text table (each path, and the ratios of the goals), and TF Lite's rate by
-    group overhead."""
+    group overhead and by packed row width."""
     names = list(latency)
     rows = []
 
@@ -470,6 +489,11 @@ def print_text_tables(latency, throughput, sweep):
             ["TF Lite, batch 32, sentences/s, by group overhead (positions)", *sweep],
             [["serving.load(backend='tflite', pack_rows=False, group_overhead=...)",
               *(f"{statistics.median(v):.1f}" for v in sweep.values())]]))
+    if widths:
+        print("\n" + harness.table(
+            ["TF Lite, batch 32, sentences/s, by packed row width (positions)", *widths],
+            [["serving.load(backend='tflite', pack_width=...)",
+              *(f"{statistics.median(v):.1f}" for v in widths.values())]]))
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ from text.packing import padded_length
 # Positions of a packed row, unless the request's longest sequence is longer (then its
 # length) or the whole request shorter (then the request's tokens): short enough that the
 # attention over a row stays a small part of a call's work, long enough that a few
-# sentences share it. Rows of 48 to 128 measured: research/RESULTS-archive.md, "Packed
-# rows in `serving.load`".
+# sentences share it. `bench/serving_speed.py --pack_width` measures other widths
+# (bench/RESULTS.md).
 PACK_WIDTH = 64
 
 

@@ -158,7 +158,8 @@ class Predictor:
     def __init__(self, export_dir, backend="auto", num_threads=None,
                  tflite_max_batch=None, seq_multiple=8, max_interpreters=None,
                  precision=None, group_overhead=length_groups.GROUP_OVERHEAD,
-                 max_positions=length_groups.MAX_POSITIONS, pack_rows=True):
+                 max_positions=length_groups.MAX_POSITIONS, pack_rows=True,
+                 pack_width=packed_rows.PACK_WIDTH):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {list(BACKENDS)}.")
         if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
@@ -175,7 +176,7 @@ class Predictor:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not one of "
                              f"{list(PRECISIONS)}.")
-        self.pack_rows = pack_rows
+        self.pack_rows, self.pack_width = pack_rows, pack_width
         fast = fast_path_class(self.config, export_dir)
         self.fast_path = None
         self._lite = self._ids_model = self._text_model = None
@@ -231,7 +232,7 @@ class Predictor:
         if self._packs(batch):
             return self.fast_path.answer(packed_rows.run_packed(
                 self._lite_packed, model_inputs, self.fast_path.seq_multiple,
-                self.fast_path.sequence_outputs, packed_rows.PACK_WIDTH, self.max_positions,
+                self.fast_path.sequence_outputs, self.pack_width, self.max_positions,
                 cls_positions=self._packed_takes_cls), state)
         return self.fast_path.answer(length_groups.run_in_groups(
             self._lite_in_chunks, model_inputs, self.fast_path.seq_multiple,
@@ -256,7 +257,8 @@ class Predictor:
 def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=None,
          seq_multiple=8, max_interpreters=None, precision=None,
          group_overhead=length_groups.GROUP_OVERHEAD,
-         max_positions=length_groups.MAX_POSITIONS, pack_rows=True):
+         max_positions=length_groups.MAX_POSITIONS, pack_rows=True,
+         pack_width=packed_rows.PACK_WIDTH):
     """An export (`run_*.py --export_dir`, `export_saved_model.py`) as a callable: see the
     module docstring.
 
@@ -283,6 +285,8 @@ def load(export_dir, backend="auto", num_threads=None, tflite_max_batch=None,
         pack_rows: on TF Lite, a request's texts share packed rows when the file has
             the task's `serving_packed` signature (`serving.packed_rows`); False: groups
             of similar length only.
+        pack_width: positions of a packed row (longer for a longer text).
     """
     return Predictor(export_dir, backend, num_threads, tflite_max_batch, seq_multiple,
-                     max_interpreters, precision, group_overhead, max_positions, pack_rows)
+                     max_interpreters, precision, group_overhead, max_positions, pack_rows,
+                     pack_width)
