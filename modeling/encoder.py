@@ -191,13 +191,14 @@ class BertEncoder(keras.Model):
             inputs: dict of int32 Tensors: `PACKED_INPUT_NAMES` [rows, width]
                 ("position_ids": each token's position in its own sequence;
                 "sequence_ids": 1, 2, ... for the sequences of a row, 0 at the padding),
-                and optionally "cls_positions" [sequences]: where each sequence's [CLS]
-                is in the [rows * width] token matrix (row * width + column).
+                and optionally "cls_positions" (any shape, e.g. [sequences]): where each
+                sequence's [CLS] is in the [rows * width] token matrix (row * width +
+                column).
 
         Returns:
             dict with "sequence_output" [rows, width, hidden_size], "encoder_outputs" and
             "embedding_output" as for `__call__`; with "cls_positions", "pooled_output"
-            [sequences, hidden_size] in their order.
+            [sequences, hidden_size] in their order (flattened).
         """
         if not self.packable:
             raise ValueError("Packed rows need a bidirectional encoder that pools [CLS] "
@@ -344,7 +345,8 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
         if "cls_positions" not in inputs:
             return {"sequence_output": x, "encoder_outputs": encoder_outputs,
                     "embedding_output": embedding_output}
-        summary = gather_rows(ops.reshape(x, (-1, shape[2])), inputs["cls_positions"])
+        summary = gather_rows(ops.reshape(x, (-1, shape[2])),
+                              ops.reshape(inputs["cls_positions"], (-1,)))
     elif causal:
         last = ops.maximum(ops.sum(inputs["input_mask"], axis=1) - 1, 0)
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)

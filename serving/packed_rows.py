@@ -12,7 +12,8 @@ requests of 32, packed into rows of 64 positions, are 1.06x their real tokens, a
 The rows are filled first-fit, longest sequence first. Per-sequence outputs (a
 classifier's) come back in the request's row order (the model reads each sequence's
 [CLS] at `cls_positions`); per-position outputs (`sequence_outputs`, a tagger's) are
-unpacked into the request's [rows, length, ...] layout, zeros past each sequence's end.
+unpacked into the request's [rows, length, ...] layout, zeros past each sequence's end. A
+multiple-choice request packs every choice, and its outputs are per request row.
 """
 
 import numpy as np
@@ -86,7 +87,10 @@ def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
     request's layout: per-sequence outputs [rows, ...] in row order, `sequence_outputs`
     [rows, length, ...] with zeros past each sequence. At most `max_positions` positions
     a call (several calls of whole packed rows). `cls_positions`: whether the model takes
-    them (a tagger's does not)."""
+    them (a tagger's does not). Inputs of several sequences a row ([rows, choices,
+    length], multiple choice): see `run_packed_choices`."""
+    if inputs["input_mask"].ndim == 3:
+        return run_packed_choices(model, inputs, multiple, width, max_positions)
     lengths = np.maximum(row_lengths(inputs["input_mask"]), 1)
     count, length = inputs["input_mask"].shape
     width = row_width(lengths, multiple, width)
@@ -112,3 +116,37 @@ def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
                 n = int(lengths[i])
                 outputs[name][i, :n] = value[r, start:start + n]
     return outputs
+
+
+def run_packed_choices(model, inputs, multiple, width=PACK_WIDTH, max_positions=None):
+    """`run_packed` for requests whose rows hold several sequences each ([rows, choices,
+    length]: a context with each of its choices): every sequence packed, a call takes
+    whole request rows (`cls_positions` [rows, choices]) and its outputs are per request
+    row."""
+    rows, choices, length = inputs["input_mask"].shape
+    flat = {name: value.reshape(rows * choices, length) for name, value in inputs.items()}
+    lengths = np.maximum(row_lengths(flat["input_mask"]), 1)
+    width = row_width(lengths, multiple, width)
+    outputs = {}
+    for first, end in _whole_rows_a_call(lengths.reshape(rows, choices), width,
+                                         max_positions):
+        span = slice(first * choices, end * choices)
+        part = {name: value[span] for name, value in flat.items()}
+        packed, _ = pack(part, lengths[span], plan_rows(lengths[span], width), width)
+        packed["cls_positions"] = packed["cls_positions"].reshape(end - first, choices)
+        for name, value in model(packed).items():
+            outputs.setdefault(name, []).append(value)
+    return {name: np.concatenate(parts) for name, parts in outputs.items()}
+
+
+def _whole_rows_a_call(lengths, width, max_positions):
+    """(first, end) request rows of each call: as many whole rows (`lengths` [rows,
+    sequences a row]) as their packed rows of `width` fit in `max_positions` positions,
+    at least one."""
+    calls, first = [], 0
+    for end in range(2, len(lengths) + 1) if max_positions else ():
+        if len(plan_rows(lengths[first:end].ravel(), width)) * width > max_positions:
+            calls.append((first, end - 1))
+            first = end - 1
+    return calls + [(first, len(lengths))]
+

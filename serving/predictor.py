@@ -26,9 +26,9 @@ How a request is answered:
     `backend`:
       - `tflite`: `model.tflite` on LiteRT (XNNPACK). No TensorFlow is imported. A
         request's texts share packed rows (`serving.packed_rows`) where the file has
-        the task's `serving_packed` signature (classification, tagging), else run in
-        groups of similar length (`serving.length_groups`); at most `max_positions`
-        positions a call.
+        the task's `serving_packed` signature (classification, tagging, multiple
+        choice), else run in groups of similar length (`serving.length_groups`); at
+        most `max_positions` positions a call.
       - `saved_model`: the SavedModel's `serving_ids` signature on TensorFlow (imported
         and loaded on first use; its graph skips the padding itself); faster than TF
         Lite's groups on large requests, slower than its packed rows.

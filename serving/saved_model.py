@@ -77,6 +77,8 @@ class ServingModule(tf.Module):
     """
 
     task = None  # the registry name of the task, for `serving.json`
+    # The spec of `from_packed`'s `cls_positions`, where it has one: a position per sequence.
+    packed_cls_spec = POSITIONS_SPEC
     # "module:Class" of the `serving.fast_path.FastPath` that answers this export from raw
     # text without TensorFlow (`serving.load` imports it by this name), or None.
     fast_path = None
@@ -135,7 +137,7 @@ class ServingModule(tf.Module):
         packed rows (`model.packable`); else None."""
         if not hasattr(self, "from_packed") or not getattr(self.model, "packable", False):
             return None
-        specs = [IDS_SPEC] * 4 + [POSITIONS_SPEC] * (len(
+        specs = [IDS_SPEC] * 4 + [self.packed_cls_spec] * (len(
             inspect.signature(self.from_packed).parameters) - 4)
         return serving_function(self.from_packed, specs)
 

@@ -58,10 +58,10 @@ def fake_model(packed):
     flat_seq = packed["sequence_ids"].ravel()
     width = packed["input_ids"].shape[1]
     sums = []
-    for cls in packed["cls_positions"]:
+    for cls in packed["cls_positions"].ravel():
         row = slice(cls // width * width, (cls // width + 1) * width)
         sums.append(flat_ids[row][flat_seq[row] == flat_seq[cls]].sum())
-    return {"total": np.array(sums, np.int64),
+    return {"total": np.array(sums, np.int64).reshape(packed["cls_positions"].shape),
             "tags": (100 * packed["position_ids"] + packed["input_ids"])[..., None]}
 
 
@@ -84,3 +84,24 @@ def test_outputs_come_back_in_the_requests_layout_within_the_budget():
     for row, sequence in enumerate(sequences):
         want[row, :len(sequence), 0] = 100 * np.arange(len(sequence)) + sequence
     np.testing.assert_array_equal(got["tags"], want)
+
+
+def test_choices_pack_as_sequences_and_come_back_per_row():
+    """Multiple choice ([rows, choices, length]): every choice packed as a sequence, a call
+    takes whole rows (`cls_positions` [rows, choices]), the outputs per row."""
+    rng = np.random.default_rng(1)
+    sequences = [[2] + list(rng.integers(4, 30, n)) + [3] for n in rng.integers(0, 12, 9 * 3)]
+    flat = padded_request(sequences)
+    request = {name: value.reshape(9, 3, -1) for name, value in flat.items()}
+    calls = []
+
+    def recording(packed):
+        calls.append((packed["input_ids"].shape, packed["cls_positions"].shape))
+        return {"total": fake_model(packed)["total"]}
+
+    got = packed_rows.run_packed(recording, request, 8, width=32, max_positions=2 * 32)
+    np.testing.assert_array_equal(got["total"],
+                                  np.array([sum(s) for s in sequences]).reshape(9, 3))
+    assert len(calls) > 1 and sum(cls[0] for _, cls in calls) == 9
+    assert all(cls[1] == 3 and (ids[0] * ids[1] <= 2 * 32 or cls[0] == 1)
+               for ids, cls in calls)

@@ -162,6 +162,21 @@ def test_multiple_choice_answers_as_its_raw_text_signature(setup, texts):
     assert_same(got, text_signature(export_dir)(rows))
     assert len(set(got["label_id"])) > 1
     assert_same_two_rows_a_call(export_dir, rows, got)
+    # The answers above came from packed rows (every choice a sequence); with a budget of
+    # four packed rows a call, whole contexts a call, each call within it.
+    whole = serving.load(export_dir, backend="tflite", max_positions=None)
+    widths, run = [], whole._lite_packed
+    whole._lite_packed = lambda inputs: widths.append(inputs["input_ids"].shape) or run(inputs)
+    whole(rows)
+    assert len(widths) == 1 and widths[0][0] < 4 * len(rows)  # fewer rows than choices
+    budget = 4 * widths[0][1]
+    chunked = serving.load(export_dir, backend="tflite", max_positions=budget)
+    calls, run = [], chunked._lite_packed
+    chunked._lite_packed = lambda inputs: calls.append(
+        (inputs["input_ids"].shape, inputs["cls_positions"].shape)) or run(inputs)
+    assert_same(chunked(rows), got)
+    assert len(calls) > 1 and sum(cls[0] for _, cls in calls) == len(rows)
+    assert all(cls[1] == 4 and (np.prod(ids) <= budget or cls[0] == 1) for ids, cls in calls)
     with pytest.raises(ValueError, match="the same number"):
         answers(export_dir, [(texts[0], "", ["a", "b"]), (texts[1], "", ["c"])])
 

@@ -12,6 +12,8 @@ Pipeline position: after fine-tuning (`run_swag.py --export_dir`,
     question = sent2, choices = the four endings.
   * `serving_ids`: the three id inputs, int32 [batch, num_choices, seq_length]; the same
     outputs.
+`model.tflite` also holds `serving_packed` (`from_packed`): the same outputs for choices
+packed in rows, `cls_positions` [batch, num_choices].
 """
 
 import tensorflow as tf
@@ -29,6 +31,7 @@ CHOICES_SPEC = tf.TensorSpec([None, None], tf.string)
 class MultipleChoiceModule(export.ServingModule):
     task = "multiple_choice"
     fast_path = "tasks.multiple_choice.fast_path:MultipleChoiceFastPath"
+    packed_cls_spec = export.IDS_SPEC  # cls_positions [batch, num_choices]
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length):
         super().__init__("bert_multiple_choice", model, vocab_file, do_lower_case,
@@ -42,10 +45,21 @@ class MultipleChoiceModule(export.ServingModule):
         flat = trim_padding(flat, export.SERVING_PAD_MULTIPLE)
         inputs = {name: tf.reshape(value, [batch, num_choices, -1])
                   for name, value in flat.items()}
-        scores = tf.cast(self.model(inputs, training=False, skip_padding=self.skip_padding
-                                    )["logits"], tf.float32)
+        return self._answers(self.model(inputs, training=False,
+                                        skip_padding=self.skip_padding)["logits"])
+
+    @staticmethod
+    def _answers(logits):
+        scores = tf.cast(logits, tf.float32)
         return {"scores": scores, "probabilities": tf.nn.softmax(scores, -1),
                 "label_id": tf.argmax(scores, -1, output_type=tf.int32)}
+
+    def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids, cls_positions):
+        """`serving_ids`' answers for the choices packed in the rows (TF Lite only: see
+        `serving.saved_model`); `cls_positions` [batch, num_choices]."""
+        return self._answers(self.model.call_packed({
+            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
+            "sequence_ids": sequence_ids, "cls_positions": cls_positions})["logits"])
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         shape = tf.shape(input_ids)
@@ -82,10 +96,12 @@ def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq
     module.serving_text = export.serving_function(
         module.from_text, [export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
     module.serving_ids = export.serving_function(module.from_ids, [CHOICE_IDS_SPEC] * 3)
+    packed = module.packed_signature()
     return export.save_signatures(
         module, export_dir, {"serving_default": module.serving_text,
                              "serving_ids": module.serving_ids},
-        tflite="serving_ids", tflite_when=tflite, tflite_quantize=tflite_quantize)
+        tflite="serving_ids", tflite_when=tflite, tflite_quantize=tflite_quantize,
+        tflite_only={export.PACKED_SIGNATURE: packed} if packed else None)
 
 
 def model_for_export(bert_config, options=None):

@@ -54,5 +54,18 @@ class BertMultipleChoice(EncoderModel):
         scores = self.chooser(pooled, training=training)  # [batch * num_choices, 1]
         return {"logits": ops.reshape(scores, (-1, shape[1]))}
 
+    @property
+    def packable(self):
+        """Whether `call_packed` can run this model (see `BertEncoder.packable`)."""
+        return self.encoder.packable
+
+    def call_packed(self, inputs):
+        """Inference on rows that pack the choices' sequences (see `BertEncoder.packed`):
+        "cls_positions" [batch, num_choices] says where each choice's [CLS] is; "logits"
+        [batch, num_choices]."""
+        pooled = self.encoder.packed(inputs)["pooled_output"]
+        scores = self.chooser(pooled, training=False)
+        return {"logits": ops.reshape(scores, ops.shape(inputs["cls_positions"]))}
+
     def _head_config(self):
         return {"dropout_rate": self.dropout_rate}
