@@ -9,50 +9,65 @@ every position it is given then computes little padding: SST-2's dev sentences i
 requests of 32, packed into rows of 64 positions, are 1.06x their real tokens, against
 1.26x in groups of similar length (`serving.length_groups`).
 
-The rows are filled first-fit, longest sequence first. Per-sequence outputs (a
+The rows are filled best-fit, longest sequence first. Per-sequence outputs (a
 classifier's) come back in the request's row order (the model reads each sequence's
 [CLS] at `cls_positions`); per-position outputs (`sequence_outputs`, a tagger's) are
 unpacked into the request's [rows, length, ...] layout, zeros past each sequence's end. A
 multiple-choice request packs every choice, and its outputs are per request row.
 """
 
+import heapq
+
 import numpy as np
 
 from serving.length_groups import row_lengths
 from text.packing import padded_length
 
-# Positions of a packed row, unless the request's longest sequence is longer (then its
-# length) or the whole request shorter (then the request's tokens): short enough that the
-# attention over a row stays a small part of a call's work, long enough that a few
-# sentences share it. `bench/serving_speed.py --pack_width` measures other widths
+# The narrowest packed row `row_width` tries, unless the request's longest sequence is
+# longer (then its length) or the whole request shorter (then the request's tokens): short
+# enough that the attention over a row stays a small part of a call's work, long enough
+# that a few sentences share it. `bench/serving_speed.py --pack_width` measures other widths
 # (bench/RESULTS.md).
 PACK_WIDTH = 64
+# The row width at which a packed row's attention would double a position's cost, as
+# `row_width` weighs widths: fitted to all-MiniLM-L6-v2 (hidden 384) on SST-2's sentences
+# (rows of 64 against 128: 1.059x against 1.097x the real tokens, 1.08x the time); wider
+# models spend relatively less on attention, so it errs towards narrow rows for them.
+ATTENTION_SPAN = 1500
 
 
 def plan_rows(lengths, width):
-    """The sequences (indices into `lengths`) of each row of `width` positions, first-fit
-    in order of decreasing length (ties in request order)."""
-    rows, room = [], []
+    """The sequences (indices into `lengths`) of each row of `width` positions: longest
+    first (ties in request order), each into the row it fills best (the least room that
+    holds it; the earliest such row), else a new row. Rows are found by their room, so a
+    request of many texts is planned in time linear in its size."""
+    rows, by_room = [], [[] for _ in range(width + 1)]  # by_room[r]: heap of rows, r free
     for i in np.argsort(-np.asarray(lengths), kind="stable"):
-        n = int(lengths[i])
-        for k, free in enumerate(room):
-            if n <= free:
-                rows[k].append(int(i))
-                room[k] -= n
-                break
-        else:
+        n = max(int(lengths[i]), 1)
+        room = next((r for r in range(n, width + 1) if by_room[r]), None)
+        if room is None:
             rows.append([int(i)])
-            room.append(width - n)
+            row, left = len(rows) - 1, width - n
+        else:
+            row = heapq.heappop(by_room[room])
+            rows[row].append(int(i))
+            left = room - n
+        if left > 0:
+            heapq.heappush(by_room[left], row)
     return rows
 
 
 def row_width(lengths, multiple, width=PACK_WIDTH):
-    """Positions of each packed row for sequences of `lengths`: `width`, or the longest
-    sequence when longer, or all the tokens together when fewer; a multiple of
-    `multiple`."""
+    """Positions of each packed row for sequences of `lengths`: among the multiples of
+    `multiple` from `width` (or the longest sequence when longer, or all the tokens
+    together when fewer) to twice that, the one whose rows cost least, counting a row of
+    w positions as w * (1 + w / ATTENTION_SPAN) (its attention grows with its width)."""
     longest = padded_length(int(max(lengths)), multiple, float("inf"))
     together = padded_length(int(sum(lengths)), multiple, float("inf"))
-    return max(longest, min(width, together))
+    first = max(longest, min(width, together))
+    costs = {w: len(plan_rows(lengths, w)) * w * (1 + w / ATTENTION_SPAN)
+             for w in range(first, max(first, 2 * width) + 1, multiple)}
+    return min(costs, key=lambda w: (costs[w], w))
 
 
 def pack(inputs, lengths, rows, width):

@@ -28,8 +28,13 @@ def test_rows_are_filled_first_fit_longest_first():
 
 def test_the_row_width():
     assert packed_rows.row_width([5, 3, 7, 2], 8) == 24  # all 17 tokens, rounded up
-    assert packed_rows.row_width([60, 10], 8) == 64  # the default width
     assert packed_rows.row_width([100, 3], 8) == 104  # the longest sequence, rounded up
+    # Rows of 64 need two for 60 + 10 (2 x 64 x (1 + 64 / 1,500) = 133.5), one of 72
+    # holds both (72 x 1.048 = 75.5).
+    assert packed_rows.row_width([60, 10], 8) == 72
+    # 35-token sequences: two to a row of 72 (16 rows: 1,207), three to 112 (11: 1,324).
+    assert packed_rows.row_width([35] * 32, 8) == 72
+    # 30s from width 40: three rows of 40 (123.2) beat two of 64 (133.5).
     assert packed_rows.row_width([30, 30, 30], 8, width=40) == 40
 
 
