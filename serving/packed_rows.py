@@ -73,9 +73,9 @@ def row_width(lengths, multiple, width=PACK_WIDTH):
 def pack(inputs, lengths, rows, width):
     """The packed model inputs of `rows` (from `plan_rows`): `input_ids`, `segment_ids`,
     `position_ids` (each sequence counted from 0), `sequence_ids` (1, 2, ... in a row, 0
-    at the padding), int32 [len(rows), width], and `cls_positions` [sequences of `rows`,
-    in the order they appear in `rows` sorted by request row]; with each sequence's (row,
-    column) of the packed arrays, by request row."""
+    at the padding), int32 [len(rows), width], and `cls_positions` (one per sequence of
+    `rows`, in request order); with where each of those sequences is, (its index, packed
+    row, column), in the same order."""
     members = sorted(i for row in rows for i in row)
     packed = {name: np.zeros((len(rows), width), np.int32) for name in
               ("input_ids", "segment_ids", "position_ids", "sequence_ids")}
@@ -92,7 +92,7 @@ def pack(inputs, lengths, rows, width):
             start += n
     packed["cls_positions"] = np.array([where[i][0] * width + where[i][1] for i in members],
                                        np.int32)
-    return packed, [where[i] for i in members]
+    return packed, [(i,) + where[i] for i in members]
 
 
 def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
@@ -118,7 +118,7 @@ def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
         if not cls_positions:
             del packed["cls_positions"]
         results = model(packed)
-        members = sorted(i for row in chunk for i in row)
+        members = [i for i, _, _ in where]
         for name, value in results.items():
             if name not in outputs:
                 shape = (count, length) + value.shape[2:] if name in sequence_outputs \
@@ -127,7 +127,7 @@ def run_packed(model, inputs, multiple, sequence_outputs=(), width=PACK_WIDTH,
             if name not in sequence_outputs:
                 outputs[name][members] = value
                 continue
-            for i, (r, start) in zip(members, where):
+            for i, r, start in where:
                 n = int(lengths[i])
                 outputs[name][i, :n] = value[r, start:start + n]
     return outputs

@@ -53,7 +53,7 @@ def test_the_packed_arrays_by_hand():
     np.testing.assert_array_equal(packed["segment_ids"], [[0, 0, 0, 0, 0, 1, 0, 0],
                                                           [0, 1, 1, 1, 0, 1, 1, 0]])
     np.testing.assert_array_equal(packed["cls_positions"], [8, 12, 0])  # request order
-    assert where == [(1, 0), (1, 4), (0, 0)]
+    assert where == [(0, 1, 0), (1, 1, 4), (2, 0, 0)]  # (sequence, row, column)
 
 
 def fake_model(packed):
