@@ -227,21 +227,23 @@ class Predictor:
         model_inputs, state = self.fast_path.prepare(columns)
         if self.backend_for(batch) != "tflite":
             return self.fast_path.answer(self._ids_model(model_inputs), state)
-        if not self.fast_path.group_by_length or self.group_overhead is None:
-            return self.fast_path.answer(self._lite_in_chunks(model_inputs), state)
         if self._packs(batch):
             return self.fast_path.answer(packed_rows.run_packed(
                 self._lite_packed, model_inputs, self.fast_path.seq_multiple,
                 self.fast_path.sequence_outputs, self.pack_width, self.max_positions,
                 cls_positions=self._packed_takes_cls), state)
+        if not self.fast_path.group_by_length or self.group_overhead is None:
+            return self.fast_path.answer(self._lite_in_chunks(model_inputs), state)
         return self.fast_path.answer(length_groups.run_in_groups(
             self._lite_in_chunks, model_inputs, self.fast_path.seq_multiple,
             self.fast_path.sequence_outputs, self.group_overhead), state)
 
     def _packs(self, batch):
-        """Whether a TF Lite request of `batch` rows runs on packed rows."""
-        return (self.pack_rows and batch > 1 and
-                PACKED_SIGNATURE in self._lite.signatures)
+        """Whether a TF Lite request of `batch` rows runs on packed rows: asked for, more
+        than one row, answers that read no padded position (as for groups; not with
+        `group_overhead=None`, one call per request), and the signature in the file."""
+        return (self.pack_rows and batch > 1 and self.group_overhead is not None and
+                self.fast_path.group_by_length and PACKED_SIGNATURE in self._lite.signatures)
 
     @property
     def _packed_takes_cls(self):
