@@ -161,11 +161,11 @@ def test_short_texts_share_packed_rows_and_answer_as_alone(exports, texts):
 
 
 def test_int8_packed_rows_read_the_position_table_as_serving_ids_does(texts, tmp_path):
-    """int8 (`model_int8.tflite`): a sequence alone in a packed row answers exactly as
-    through `serving_ids` (the position table, sliced to the row before its gather, stays
-    out of the int8 quantization, as the slice alone does: gathered from the whole table
-    it was quantized and answers moved by about 1e-3); packed several to a row, within
-    int8's rounding of float sums taken in another order."""
+    """int8 (`model_int8.tflite`): a sequence alone in a packed row answers as through
+    `serving_ids`, to float rounding (the position table, sliced to the row before its
+    gather, stays out of the int8 quantization, as the slice alone does: gathered from
+    the whole table it was quantized and answers moved by about 1e-2); packed several to
+    a row, within int8's rounding of float sums taken in another order."""
     from ai_edge_litert.interpreter import Interpreter
     vocab = text_generator.covering_vocab(texts, [BasicTokenizer(True)])
     vocab_file = str(tmp_path / "vocab.txt")
@@ -191,7 +191,7 @@ def test_int8_packed_rows_read_the_position_table_as_serving_ids_does(texts, tmp
                      position_ids=np.arange(length, dtype=np.int32)[None],
                      sequence_ids=one["input_mask"],
                      cls_positions=np.zeros([1], np.int32))["probabilities"]
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got, want, atol=1e-6)  # the quantized table: 0.017 off
     alone = np.concatenate([predict([t])["probabilities"] for t in texts[:12]])
     np.testing.assert_allclose(predict(texts[:12])["probabilities"], alone, atol=1e-3)
 
