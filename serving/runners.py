@@ -123,7 +123,7 @@ class LiteRunner:
             self.signatures = tuple(runners)
             self._inputs = {name: sorted(runner.get_input_details())
                             for name, runner in runners.items()}
-            self.input_names = sorted(runners[signature].get_input_details())
+            self.input_names = self._inputs[signature]
             self.output_names = sorted(runners[signature].get_output_details())
 
     def input_names_of(self, signature):

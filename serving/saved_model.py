@@ -141,6 +141,16 @@ class ServingModule(tf.Module):
             inspect.signature(self.from_packed).parameters) - 4)
         return serving_function(self.from_packed, specs)
 
+    def packed_logits(self, input_ids, segment_ids, position_ids, sequence_ids,
+                      cls_positions=None):
+        """The model's logits on packed rows (`call_packed`), for a task's `from_packed`:
+        per sequence with `cls_positions`, else per position."""
+        inputs = {"input_ids": input_ids, "segment_ids": segment_ids,
+                  "position_ids": position_ids, "sequence_ids": sequence_ids}
+        if cls_positions is not None:
+            inputs["cls_positions"] = cls_positions
+        return self.model.call_packed(inputs)["logits"]
+
     def check_inputs(self, input_ids, input_mask, segment_ids):
         """Assertions that fail the request with an `InvalidArgumentError` naming the
         input, instead of answering a wrong one: the three inputs of one shape, at least
@@ -176,21 +186,19 @@ def save(module, export_dir, text_signature, tflite=False, tflite_quantize=False
     not), False = no; `tflite_quantize` implies True. Returns `export_dir`."""
     serving_ids = serving_function(module.from_ids, [IDS_SPEC] * 3)
     module.serving_text, module.serving_ids = text_signature, serving_ids
-    packed = module.packed_signature()
     return save_signatures(module, export_dir, {"serving_default": text_signature,
                                                 "serving_ids": serving_ids},
                            tflite="serving_ids", tflite_when=tflite,
-                           tflite_quantize=tflite_quantize,
-                           tflite_only={PACKED_SIGNATURE: packed} if packed else None)
+                           tflite_quantize=tflite_quantize)
 
 
 def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize=False,
-                    tflite_when=True, tflite_only=None):
+                    tflite_when=True):
     """Writes `module` with `signatures` as a SavedModel, and with `tflite` (a signature
     name) its TF Lite conversion beside it (`tflite_when`: True = required, None = when
-    it converts, else a warning, False = none; `tflite_quantize` implies True), with the
-    signatures `tflite_only` ({name: function}, not in the SavedModel) beside it; for a
-    `ServingModule`, also `serving.json` and the vocabulary (see
+    it converts, else a warning, False = none; `tflite_quantize` implies True); for a
+    `ServingModule`, the TF Lite file also holds its `packed_signature` (not in the
+    SavedModel), and the folder `serving.json` and the vocabulary (see
     `write_serving_config`). The folder appears complete or not at all."""
     if tflite_quantize:
         tflite_when = True
@@ -200,8 +208,12 @@ def save_signatures(module, export_dir, signatures, tflite=None, tflite_quantize
         tf.saved_model.save(module, tmp, signatures=signatures)
         if tflite:
             try:
-                write_tflite(tmp, dict({tflite: signatures[tflite]}, **(tflite_only or {})),
-                             module, tflite_quantize)
+                functions = {tflite: signatures[tflite]}
+                packed = (module.packed_signature() if isinstance(module, ServingModule)
+                          else None)
+                if packed:
+                    functions[PACKED_SIGNATURE] = packed
+                write_tflite(tmp, functions, module, tflite_quantize)
             except _CONVERTER_ERRORS as exc:
                 if tflite_when:
                     raise

@@ -78,10 +78,8 @@ class ClassificationModule(export.ServingModule):
     def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids, cls_positions):
         """`serving_ids`' answers for the sequences packed in the rows (TF Lite only: see
         `serving.saved_model`), in `cls_positions`' order."""
-        return self._answers(self.model.call_packed({
-            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
-            "sequence_ids": sequence_ids, "cls_positions": cls_positions})["logits"],
-            names=False)
+        return self._answers(self.packed_logits(input_ids, segment_ids, position_ids,
+                                                sequence_ids, cls_positions), names=False)
 
     def from_text(self, text_a, text_b=None):
         ids_a = self.tokenizer.tokenize(export.as_batch(text_a))

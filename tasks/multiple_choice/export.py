@@ -57,9 +57,8 @@ class MultipleChoiceModule(export.ServingModule):
     def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids, cls_positions):
         """`serving_ids`' answers for the choices packed in the rows (TF Lite only: see
         `serving.saved_model`); `cls_positions` [batch, num_choices]."""
-        return self._answers(self.model.call_packed({
-            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
-            "sequence_ids": sequence_ids, "cls_positions": cls_positions})["logits"])
+        return self._answers(self.packed_logits(input_ids, segment_ids, position_ids,
+                                                sequence_ids, cls_positions))
 
     def from_ids(self, input_ids, input_mask, segment_ids):
         shape = tf.shape(input_ids)
@@ -96,12 +95,10 @@ def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq
     module.serving_text = export.serving_function(
         module.from_text, [export.TEXT_SPEC, export.TEXT_SPEC, CHOICES_SPEC])
     module.serving_ids = export.serving_function(module.from_ids, [CHOICE_IDS_SPEC] * 3)
-    packed = module.packed_signature()
     return export.save_signatures(
         module, export_dir, {"serving_default": module.serving_text,
                              "serving_ids": module.serving_ids},
-        tflite="serving_ids", tflite_when=tflite, tflite_quantize=tflite_quantize,
-        tflite_only={export.PACKED_SIGNATURE: packed} if packed else None)
+        tflite="serving_ids", tflite_when=tflite, tflite_quantize=tflite_quantize)
 
 
 def model_for_export(bert_config, options=None):

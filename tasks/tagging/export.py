@@ -39,9 +39,8 @@ class TaggingModule(export.ServingModule):
     def from_packed(self, input_ids, segment_ids, position_ids, sequence_ids):
         """`serving_ids`' outputs at the positions of rows that pack several sentences
         (TF Lite only: see `serving.saved_model`)."""
-        return self._answers(self.model.call_packed({
-            "input_ids": input_ids, "segment_ids": segment_ids, "position_ids": position_ids,
-            "sequence_ids": sequence_ids})["logits"])
+        return self._answers(self.packed_logits(input_ids, segment_ids, position_ids,
+                                                sequence_ids))
 
     def _answers(self, logits):
         probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), -1)
