@@ -19,7 +19,7 @@ def padded_request(sequences):
             "segment_ids": (ids % 2).astype(np.int32) * (ids > 0)}
 
 
-def test_rows_are_filled_first_fit_longest_first():
+def test_rows_are_filled_best_fit_longest_first():
     # Lengths 5, 3, 7, 2 in rows of 8: 7 alone (room 1), then 5 + 3, then 2.
     assert packed_rows.plan_rows([5, 3, 7, 2], 8) == [[2], [0, 1], [3]]
     assert packed_rows.plan_rows([4, 4, 4], 8) == [[0, 1], [2]]  # ties in request order
