@@ -238,7 +238,7 @@ def test_prediction_over_batches_of_several_lengths_traces_once(tmp_path):
 def test_length_batches_sort_rows_and_keep_the_configured_batch_positions():
     from training import loop
     lengths = np.array([3, 30, 5, 20, 2, 7, 9, 4, 6, 31, 1, 0])
-    batches = loop.length_batches(lengths, batch_size=2, width=MAX_LEN)
+    batches = loop.length_batches(lengths, positions=2 * MAX_LEN, width=MAX_LEN)
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
     flat = lengths[np.concatenate(batches)]
     assert flat.tolist() == sorted(lengths.tolist())  # shortest first
@@ -249,6 +249,49 @@ def test_length_batches_sort_rows_and_keep_the_configured_batch_positions():
     # (32 each, 2 a batch).
     assert [lengths[rows].tolist() for rows in batches] == [
         [0, 1, 2, 3], [4, 5, 6, 7], [9, 20], [30, 31]]
+
+
+def test_evaluation_batches_hold_the_configured_full_length_positions(monkeypatch):
+    """A batch holds --eval_batch_size sequences at --max_seq_length (the original's memory
+    for the flag), not at the arrays' own width (a classifier's file is cut to its longest
+    row); on a CPU at least 2,048 positions, with a GPU exactly the configured ones."""
+    from training import loop
+    seen = []
+    real = loop.length_batches
+    monkeypatch.setattr(loop, "length_batches",
+                        lambda lengths, positions, width: seen.append((positions, width))
+                        or real(lengths, positions, width))
+    model = BertClassifier(BertConfig(**TINY_CONFIG), 2)
+    batch = _batch([3, 5, 20, 2])  # arrays MAX_LEN = 32 wide
+    loop.predict_arrays(model, batch, ["logits"], 8, skip_padding=True, max_seq_length=512)
+    loop.predict_arrays(model, batch, ["logits"], 100, skip_padding=True, max_seq_length=64)
+    loop.predict_arrays(model, batch, ["logits"], 8, skip_padding=True)
+    assert seen == [(8 * 512, MAX_LEN), (100 * 64, MAX_LEN), (2048, MAX_LEN)]
+    monkeypatch.setattr(loop, "accelerators_present", lambda: True)
+    assert loop.batch_positions(8, 128) == 1024
+    assert loop.batch_positions(0, 128) == 128
+
+
+def test_a_classifiers_evaluation_counts_its_batch_at_max_seq_length(tmp_path, monkeypatch,
+                                                                    write_vocab):
+    """A classifier's dev file is read cut to its longest row (16 here); its batches still
+    hold --eval_batch_size sequences at --max_seq_length (32)."""
+    from tasks.classification import ClassificationConfig, ClassificationTask
+    from training import loop
+    seen = []
+    real = loop.length_batches
+    monkeypatch.setattr(loop, "length_batches",
+                        lambda lengths, positions, width: seen.append((positions, width))
+                        or real(lengths, positions, width))
+    monkeypatch.setattr(loop, "accelerators_present", lambda: True)  # no CPU floor
+    path = _feature_file(str(tmp_path / "dev.tf_record"), [3, 5, 9, 2, 7])
+    task = ClassificationTask(ClassificationConfig(
+        task_name="SST-2", data_dir=str(tmp_path), vocab_file=write_vocab(["[PAD]", "[UNK]"]),
+        bert_config_file="unused.json", max_seq_length=MAX_LEN, eval_batch_size=2))
+    probabilities, labels = task._outputs_and_labels(
+        BertClassifier(BertConfig(**TINY_CONFIG), 2), path, 2)
+    assert seen == [(2 * MAX_LEN, 16)]
+    assert probabilities.shape == (5, 2) and labels.tolist() == [0, 1, 0, 1, 0]
 
 
 def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path,
@@ -264,6 +307,7 @@ def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp
     monkeypatch.setattr(tf.data.Dataset, "from_generator", no_pipeline)
     from tasks.multiple_choice.model import BertMultipleChoice
     from training import loop
+    monkeypatch.setattr(loop, "MIN_BATCH_POSITIONS_ON_CPU", 0)  # several batches
     inputs = ("input_ids", "input_mask", "segment_ids")
     batch = _batch([3, 30, 5, 20, 2, 7, 9, 4, 6, 31])
 

@@ -590,17 +590,32 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
     return results
 
 
-def length_batches(lengths, batch_size, width, multiple=PAD_MULTIPLE):
+# On a host without a GPU or TPU an evaluation batch of few positions costs more per row
+# (TensorFlow's cost per call, oneDNN's on short matrices) and memory is no constraint:
+# batches hold at least this many positions there (bench/RESULTS.md, "Fine-tuning speed").
+MIN_BATCH_POSITIONS_ON_CPU = 2048
+
+
+def batch_positions(batch_size, max_seq_length):
+    """The positions an evaluation or prediction batch holds: `batch_size` sequences at
+    the full `max_seq_length` (the memory of the configured batch), on a CPU at least
+    `MIN_BATCH_POSITIONS_ON_CPU`."""
+    positions = max(1, batch_size) * max_seq_length
+    if not accelerators_present():
+        positions = max(positions, MIN_BATCH_POSITIONS_ON_CPU)
+    return positions
+
+
+def length_batches(lengths, positions, width, multiple=PAD_MULTIPLE):
     """Rows (indices into `lengths`, the positions each row uses) in batches of similar
-    length, shortest first: each holds at most the positions of `batch_size` rows at the
-    full `width` (the memory of the configured batch), counted at its longest row rounded
-    up to `multiple`, and at least one row."""
+    length, shortest first: each holds at most `positions` positions (`batch_positions`),
+    its rows counted at its longest rounded up to `multiple` (at most `width`), and at
+    least one row."""
     order = np.argsort(lengths, kind="stable")
-    budget = max(1, batch_size) * width
     batches, start = [], 0
     for end in range(1, len(order)):  # does row order[end] still fit in the batch?
         padded = padded_length(max(int(lengths[order[end]]), 1), multiple, width)
-        if (end + 1 - start) * padded > budget:
+        if (end + 1 - start) * padded > positions:
             batches.append(order[start:end])
             start = end
     if len(order):
@@ -609,7 +624,7 @@ def length_batches(lengths, batch_size, width, multiple=PAD_MULTIPLE):
 
 
 def predict_arrays(model, arrays, outputs, batch_size, skip_padding=False,
-                   sequence_outputs=()):
+                   sequence_outputs=(), max_seq_length=None):
     """`predict` over in-memory feature arrays ({name: [rows, ..., width]}, the model's
     inputs among them), in order, computed as `serving.load` computes a request: the rows
     sorted by length into batches of similar length (`length_batches`), each padded to
@@ -619,6 +634,8 @@ def predict_arrays(model, arrays, outputs, batch_size, skip_padding=False,
     `batch_size` in order, at full width.
 
     Args:
+        batch_size: a batch holds the positions of this many sequences at
+            `max_seq_length` (the arrays' width if None; `batch_positions`).
         sequence_outputs: the names of `outputs` with a position axis after the row axis
             (a tagger's logits, a span labeler's): padded back with zeros to `width`.
 
@@ -631,7 +648,8 @@ def predict_arrays(model, arrays, outputs, batch_size, skip_padding=False,
                        outputs, skip_padding=skip_padding)
     width = inputs["input_mask"].shape[-1]
     lengths = row_lengths(inputs["input_mask"])  # multiple choice: its longest choice
-    batches = length_batches(lengths, batch_size, width)
+    batches = length_batches(lengths, batch_positions(batch_size, max_seq_length or width),
+                             width)
     specs = {name: tf.TensorSpec([None] * value.ndim, tf.as_dtype(value.dtype))
              for name, value in inputs.items()}
 

@@ -157,7 +157,8 @@ class ClassificationTask(Task):
         arrays = features.read_arrays(path, self.config.max_seq_length, self.regression,
                                       num_labels=self._num_labels())
         logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
-                                     skip_padding=self.padding_skipped())["logits"]
+                                     skip_padding=self.padding_skipped(),
+                                     max_seq_length=self.config.max_seq_length)["logits"]
         index = arrays["example_index"]
         examples = int(index.max()) + 1
         labels = np.zeros((examples,) + arrays["label_ids"].shape[1:],

@@ -94,7 +94,8 @@ class MultipleChoiceTask(Task):
         """(probabilities [examples, choices], labels [examples]) of a split."""
         arrays = self._features(split)
         logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
-                                     skip_padding=self.padding_skipped())["logits"]
+                                     skip_padding=self.padding_skipped(),
+                                     max_seq_length=self.config.max_seq_length)["logits"]
         return softmax(logits), arrays["label_ids"]
 
     def evaluate(self, model, strategy=None):

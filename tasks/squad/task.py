@@ -130,7 +130,8 @@ class SquadTask(Task):
         c = self.config
         out = loop.predict_arrays(model, data.feature_arrays(features, False),
                                   ["start_logits", "end_logits"], c.predict_batch_size,
-                                  sequence_outputs=["start_logits", "end_logits"])
+                                  sequence_outputs=["start_logits", "end_logits"],
+                                  max_seq_length=c.max_seq_length)
         return compute_predictions(examples, features, out["start_logits"],
                                    out["end_logits"], c.n_best_size, c.max_answer_length,
                                    c.do_lower_case, c.version_2_with_negative,

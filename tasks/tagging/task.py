@@ -127,7 +127,8 @@ class TaggingTask(Task):
         logits = loop.predict_arrays(model, arrays, ["logits"],
                                      self.config.predict_batch_size,
                                      skip_padding=self.padding_skipped(),
-                                     sequence_outputs=["logits"])["logits"]
+                                     sequence_outputs=["logits"],
+                                     max_seq_length=self.config.max_seq_length)["logits"]
         return features.word_predictions(windows, logits.argmax(-1), sentences,
                                          self.label_list)
 
