@@ -254,7 +254,7 @@ def test_length_batches_sort_rows_and_keep_the_configured_batch_positions():
 def test_evaluation_batches_hold_the_configured_full_length_positions(monkeypatch):
     """A batch holds --eval_batch_size sequences at --max_seq_length (the original's memory
     for the flag), not at the arrays' own width (a classifier's file is cut to its longest
-    row); on a CPU at least 2,048 positions, with a GPU exactly the configured ones."""
+    row); on a CPU at least 4,096 positions, with a GPU exactly the configured ones."""
     from training import loop
     seen = []
     real = loop.length_batches
@@ -266,7 +266,7 @@ def test_evaluation_batches_hold_the_configured_full_length_positions(monkeypatc
     loop.predict_arrays(model, batch, ["logits"], 8, skip_padding=True, max_seq_length=512)
     loop.predict_arrays(model, batch, ["logits"], 100, skip_padding=True, max_seq_length=64)
     loop.predict_arrays(model, batch, ["logits"], 8, skip_padding=True)
-    assert seen == [(8 * 512, MAX_LEN), (100 * 64, MAX_LEN), (2048, MAX_LEN)]
+    assert seen == [(8 * 512, MAX_LEN), (100 * 64, MAX_LEN), (4096, MAX_LEN)]
     monkeypatch.setattr(loop, "accelerators_present", lambda: True)
     assert loop.batch_positions(8, 128) == 1024
     assert loop.batch_positions(0, 128) == 128

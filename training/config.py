@@ -190,7 +190,7 @@ class TaskConfig(SequenceLength, ModelFiles):
     eval_batch_size: int = setting(
         8, help="Global evaluation batch size. Fine-tuning evaluates sequences sorted by "
         "length, each batch holding as many as fit in this many full-length sequences' "
-        "positions (the same results, less padding; on a CPU at least 2,048 positions).")
+        "positions (the same results, less padding; on a CPU at least 4,096 positions).")
 
     def __post_init__(self):
         check(self, {"max_seq_length": (at_least(3), "at least 3 ([CLS] x [SEP])"),

@@ -593,7 +593,7 @@ def evaluate(strategy, model, task, dataset, max_steps=None):
 # On a host without a GPU or TPU an evaluation batch of few positions costs more per row
 # (TensorFlow's cost per call, oneDNN's on short matrices) and memory is no constraint:
 # batches hold at least this many positions there (bench/RESULTS.md, "Fine-tuning speed").
-MIN_BATCH_POSITIONS_ON_CPU = 2048
+MIN_BATCH_POSITIONS_ON_CPU = 4096
 
 
 def batch_positions(batch_size, max_seq_length):
