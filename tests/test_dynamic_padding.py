@@ -274,8 +274,8 @@ def test_evaluation_batches_hold_the_configured_full_length_positions(monkeypatc
 
 def test_a_classifiers_evaluation_counts_its_batch_at_max_seq_length(tmp_path, monkeypatch,
                                                                     write_vocab):
-    """A classifier's dev file is read cut to its longest row (16 here); its batches still
-    hold --eval_batch_size sequences at --max_seq_length (32)."""
+    """A classifier's dev file is read cut to its longest row (16 here), once a run; its
+    batches still hold --eval_batch_size sequences at --max_seq_length (32)."""
     from tasks.classification import ClassificationConfig, ClassificationTask
     from training import loop
     seen = []
@@ -288,10 +288,19 @@ def test_a_classifiers_evaluation_counts_its_batch_at_max_seq_length(tmp_path, m
     task = ClassificationTask(ClassificationConfig(
         task_name="SST-2", data_dir=str(tmp_path), vocab_file=write_vocab(["[PAD]", "[UNK]"]),
         bert_config_file="unused.json", max_seq_length=MAX_LEN, eval_batch_size=2))
-    probabilities, labels = task._outputs_and_labels(
-        BertClassifier(BertConfig(**TINY_CONFIG), 2), path, 2)
+    reads = []
+    real_read = features.read_arrays
+    monkeypatch.setattr(features, "read_arrays",
+                        lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+    model = BertClassifier(BertConfig(**TINY_CONFIG), 2)
+    probabilities, labels = task._outputs_and_labels(model, path, 2)
     assert seen == [(2 * MAX_LEN, 16)]
     assert probabilities.shape == (5, 2) and labels.tolist() == [0, 1, 0, 1, 0]
+    # A run evaluates at every checkpoint: the file is read once, the answers the same.
+    again, labels_again = task._outputs_and_labels(model, path, 2)
+    assert reads == [path]
+    np.testing.assert_array_equal(again, probabilities)
+    assert labels_again.tolist() == labels.tolist()
 
 
 def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path,

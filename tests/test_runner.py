@@ -39,7 +39,7 @@ def _tensorboard_scalars(folder):
 
 
 def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp_path,
-                                                                  caplog):
+                                                                  caplog, monkeypatch):
     import logging
 
     from absl import flags
@@ -58,12 +58,19 @@ def test_tagging_from_python_keeps_the_best_checkpoint_and_resumes(ner_data, tmp
     trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
                             save_checkpoints_steps=10, log_steps=0)
     caplog.set_level(logging.INFO, logger="absl")  # whatever verbosity a test left
-    result = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True,
-                        do_predict=True)
+    converted = []  # the sentence lists made into features
+    real_features = TaggingTask._features
+    monkeypatch.setattr(TaggingTask, "_features", lambda self, sentences: converted.append(
+        sentences) or real_features(self, sentences))
+    task = TaggingTask(config)
+    result = runner.run(task, trainer, do_train=True, do_eval=True, do_predict=True)
     assert not flags.FLAGS.is_parsed()  # nothing read the command line
     # Each evaluation says how long its dev pass took (EVALUATED reads it back).
     evaluations = [r.getMessage() for r in caplog.records if ": dev f1 = " in r.getMessage()]
     assert [m.split(":")[0] for m in evaluations] == ["Step 10", "Step 20", "Step 30"]
+    # Three evaluations, the dev sentences made into features once.
+    assert sum(s is task.dev[1] for s in converted) == 1
+    assert sum(s is task.test[1] for s in converted) == 1
     assert all(float(EVALUATED.search(m).group(1)) >= 0 for m in evaluations)
     # 160 sentences, batch 16, 3 epochs: 30 steps; evaluated at 10, 20 and 30.
     final = _results(out / "eval_results.txt")

@@ -53,6 +53,7 @@ class ClassificationTask(Task):
         self.main_metric = metrics.main_metric(c.task_name, c.multi_label)
         self.label_list = None
         self.cache_dir = None
+        self._arrays = {}  # feature file -> its arrays, read once a run
         self.pair = True  # the export's raw-text signature takes text_b (see prepare)
         self.train_examples, self.train_path = None, None
         self.eval_sets, self.test_sets = {}, {}
@@ -73,6 +74,7 @@ class ClassificationTask(Task):
         """Reads every split the run uses and converts (or finds cached) its features."""
         c = self.config
         self.cache_dir = output_dir
+        self._arrays = {}
         self.label_list = self.processor.get_labels()
         if do_train:
             self.train_examples = self.processor.get_examples("train")
@@ -154,8 +156,11 @@ class ClassificationTask(Task):
     def _outputs_and_labels(self, model, path, batch_size):
         """Per example (a document's windows averaged: mean of their logits), in order:
         (probabilities or scores, labels)."""
-        arrays = features.read_arrays(path, self.config.max_seq_length, self.regression,
-                                      num_labels=self._num_labels())
+        if path not in self._arrays:  # each evaluation of a run reads the same file
+            self._arrays[path] = features.read_arrays(
+                path, self.config.max_seq_length, self.regression,
+                num_labels=self._num_labels())
+        arrays = self._arrays[path]
         logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
                                      skip_padding=self.padding_skipped(),
                                      max_seq_length=self.config.max_seq_length)["logits"]

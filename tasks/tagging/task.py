@@ -46,6 +46,7 @@ class TaggingTask(Task):
         self.tokenizer = FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
         self.label_list, self.train_sentences = None, None
         self.dev, self.test = None, None
+        self._converted = {}  # split -> the features of its sentences, made once a run
 
     # ------------------------------------------------------------------ inputs
     def read(self, split):
@@ -77,6 +78,7 @@ class TaggingTask(Task):
         label_list.txt) and the dev / test files the run uses, whose tags must all occur
         in training."""
         self.train_path, self.train_sentences = self.read("train")
+        self._converted = {}
         self.label_list = conll.label_list(self.train_sentences)
         file_io.atomic_write_text(os.path.join(output_dir, LABEL_LIST),
                                   "\n".join(self.label_list) + "\n")
@@ -121,9 +123,15 @@ class TaggingTask(Task):
         return loss, {"tokens": token_count(batch)}
 
     # ------------------------------------------------------------------ results
-    def predict_tags(self, model, sentences):
-        """Each sentence's predicted tags (one per word)."""
-        arrays, windows = self._features(sentences)
+    def predict_tags(self, model, sentences, split=None):
+        """Each sentence's predicted tags (one per word). `split` ("dev", "test"): the
+        sentences are that split's, whose features are made once a run."""
+        if split is None:
+            arrays, windows = self._features(sentences)
+        else:
+            if split not in self._converted:  # each evaluation of a run reads the same
+                self._converted[split] = self._features(sentences)
+            arrays, windows = self._converted[split]
         logits = loop.predict_arrays(model, arrays, ["logits"],
                                      self.config.predict_batch_size,
                                      skip_padding=self.padding_skipped(),
@@ -135,7 +143,8 @@ class TaggingTask(Task):
     def evaluate(self, model, strategy=None):
         """conlleval's figures on the dev file."""
         _, dev = self.dev
-        return metrics.evaluate([s.tags for s in dev], self.predict_tags(model, dev))
+        return metrics.evaluate([s.tags for s in dev],
+                                self.predict_tags(model, dev, "dev"))
 
     def format_results(self, results):
         return metrics.format_results(results)
@@ -146,7 +155,7 @@ class TaggingTask(Task):
         sentence's number in the test file, its label, its words and their span) and
         test_results.txt."""
         path, test = self.test
-        predicted = self.predict_tags(model, test)
+        predicted = self.predict_tags(model, test, "test")
         lines, document = [], None
         for sentence, tags in zip(test, predicted):
             if sentence.document != document:
