@@ -293,14 +293,19 @@ def test_a_classifiers_evaluation_counts_its_batch_at_max_seq_length(tmp_path, m
     monkeypatch.setattr(features, "read_arrays",
                         lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
     model = BertClassifier(BertConfig(**TINY_CONFIG), 2)
-    probabilities, labels = task._outputs_and_labels(model, path, 2)
+    probabilities, labels = task._outputs_and_labels(model, path, 2, keep=True)
     assert seen == [(2 * MAX_LEN, 16)]
     assert probabilities.shape == (5, 2) and labels.tolist() == [0, 1, 0, 1, 0]
     # A run evaluates at every checkpoint: the file is read once, the answers the same.
-    again, labels_again = task._outputs_and_labels(model, path, 2)
+    again, labels_again = task._outputs_and_labels(model, path, 2, keep=True)
     assert reads == [path]
     np.testing.assert_array_equal(again, probabilities)
     assert labels_again.tolist() == labels.tolist()
+    # A test set, predicted once, is not kept.
+    test = _feature_file(str(tmp_path / "test.tf_record"), [4, 6])
+    task._outputs_and_labels(model, test, 2)
+    task._outputs_and_labels(model, test, 2)
+    assert reads == [path, test, test]
 
 
 def test_prediction_in_length_groups_answers_each_row_as_alone_at_full_width(tmp_path,

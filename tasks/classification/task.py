@@ -53,7 +53,7 @@ class ClassificationTask(Task):
         self.main_metric = metrics.main_metric(c.task_name, c.multi_label)
         self.label_list = None
         self.cache_dir = None
-        self._arrays = {}  # feature file -> its arrays, read once a run
+        self._arrays = {}  # dev feature file -> its arrays, read once a run
         self.pair = True  # the export's raw-text signature takes text_b (see prepare)
         self.train_examples, self.train_path = None, None
         self.eval_sets, self.test_sets = {}, {}
@@ -153,14 +153,16 @@ class ClassificationTask(Task):
             return sigmoid(logits)
         return softmax(logits)
 
-    def _outputs_and_labels(self, model, path, batch_size):
+    def _outputs_and_labels(self, model, path, batch_size, keep=False):
         """Per example (a document's windows averaged: mean of their logits), in order:
-        (probabilities or scores, labels)."""
-        if path not in self._arrays:  # each evaluation of a run reads the same file
-            self._arrays[path] = features.read_arrays(
-                path, self.config.max_seq_length, self.regression,
-                num_labels=self._num_labels())
-        arrays = self._arrays[path]
+        (probabilities or scores, labels). `keep`: the file's arrays are kept for the
+        next call (a dev set, evaluated at every checkpoint of a run)."""
+        arrays = self._arrays.get(path)
+        if arrays is None:
+            arrays = features.read_arrays(path, self.config.max_seq_length, self.regression,
+                                          num_labels=self._num_labels())
+            if keep:
+                self._arrays[path] = arrays
         logits = loop.predict_arrays(model, arrays, ["logits"], batch_size,
                                      skip_padding=self.padding_skipped(),
                                      max_seq_length=self.config.max_seq_length)["logits"]
@@ -177,7 +179,7 @@ class ClassificationTask(Task):
         results = {}
         for split, path in self.eval_sets.items():
             outputs, labels = self._outputs_and_labels(model, path,
-                                                       self.config.eval_batch_size)
+                                                       self.config.eval_batch_size, keep=True)
             split_results = metrics.multi_label_metrics(
                 outputs, labels, self.config.multi_label_threshold) if self.multi_label \
                 else metrics.task_metrics(self.config.task_name, outputs, labels)

@@ -46,7 +46,7 @@ class TaggingTask(Task):
         self.tokenizer = FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
         self.label_list, self.train_sentences = None, None
         self.dev, self.test = None, None
-        self._converted = {}  # split -> the features of its sentences, made once a run
+        self._converted = {}  # "dev" -> the features of its sentences, made once a run
 
     # ------------------------------------------------------------------ inputs
     def read(self, split):
@@ -124,8 +124,9 @@ class TaggingTask(Task):
 
     # ------------------------------------------------------------------ results
     def predict_tags(self, model, sentences, split=None):
-        """Each sentence's predicted tags (one per word). `split` ("dev", "test"): the
-        sentences are that split's, whose features are made once a run."""
+        """Each sentence's predicted tags (one per word). `split` ("dev"): the sentences
+        are that split's, evaluated at every checkpoint: their features are made once a
+        run and kept."""
         if split is None:
             arrays, windows = self._features(sentences)
         else:
@@ -155,7 +156,7 @@ class TaggingTask(Task):
         sentence's number in the test file, its label, its words and their span) and
         test_results.txt."""
         path, test = self.test
-        predicted = self.predict_tags(model, test, "test")
+        predicted = self.predict_tags(model, test)
         lines, document = [], None
         for sentence, tags in zip(test, predicted):
             if sentence.document != document:
