@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+import keras
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load runs
@@ -247,6 +248,9 @@ def ner_toy(tmp_path_factory):
     folder = write_toy_task(tmp_path_factory.mktemp("ner_ablations"),
                             (("eng.train", 300), ("eng.testa", 60), ("eng.testb", 60)))
     config = modeling.BertConfig.from_json_file(str(folder / "bert_config.json"))
+    # Its draw seeded: unseeded, it depended on the tests this process ran before (once
+    # in a suite run an encoder the BiLSTM head fine-tuned to F1 71.8 only).
+    keras.utils.set_random_seed(0)
     encoder = modeling.BertEncoder(config)  # a "pre-trained" encoder: random, but given
     modeling.save_google_checkpoint(encoder, str(folder / "bert_model.ckpt"))
     return folder
