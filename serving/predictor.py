@@ -216,6 +216,7 @@ class Predictor:
             return "saved_model"
         limit = self.tflite_max_batch
         if limit is None:
+            # rows that pack (asked of a request of several rows) go to TF Lite at any size
             limit = float("inf") if self._packs(2) else TFLITE_MAX_BATCH
         return "tflite" if self.backend == "tflite" or batch <= limit else "saved_model"
 
