@@ -6,8 +6,8 @@ Pipeline position: inside `extract_wikipedia` (dump -> documents).
 Removed: headings, lists, tables, templates (infoboxes, citations, navigation boxes),
 references, HTML comments, galleries and other extension tags, links into other
 namespaces (files and their captions, categories) and interlanguage links, in the wiki's
-own language (`wiki_namespaces`), behaviour switches. Kept: the text of ordinary links and
-formatting.
+own language (`wiki_namespaces`), behaviour switches; where one stood between two words, a
+space. Kept: the text of ordinary links and formatting.
 Parsing is `mwparserfromhell`'s.
 """
 
@@ -27,11 +27,25 @@ _DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "chem", "timel
                  "sup", "sub", "small", "poem", "hiero", "ce", "nowiki", "br"}
 _SPACES = re.compile(r"[ \t]+")
 _MIN_PARAGRAPH_CHARS = 20
+# Where a template or tag was taken out: a space if it stood between two words' letters or
+# digits ("[[Rome]]{{•}}[[Paris]]", "15{{nbsp}}September", "one<br>two"), else nothing
+# ("word.{{citation needed}}"). Not in scripts written without spaces (Thai, Lao, Myanmar,
+# Khmer, kana, CJK ideographs), where a space would split a word.
+_REMOVED = "\ue000"  # a private-use character: never in an article's text
+_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+_BETWEEN_WORDS = re.compile(rf"(?<=[^\W{_UNSPACED}]){_REMOVED}+(?=[^\W{_UNSPACED}])")
+# Templates that stand for an apostrophe beside italic or bold markup (enwiki's {{'}} and
+# {{'s}}: "''Eagle''{{'s}}"): a placeholder until the markup is gone, then the apostrophe.
+# Tags taken out of a word without a space: C<sub>2</sub>H, [[word]]<nowiki/>s.
+_APOSTROPHE = "\ue001"
+_PUNCTUATION_TEMPLATES = {"'": _APOSTROPHE, "'s": _APOSTROPHE + "s"}
+_IN_WORD_TAGS = {"sup", "sub", "nowiki"}
 
 
-def _remove(wikicode, node):
+def _remove(wikicode, node, mark=_REMOVED):
+    """Takes `node` out, leaving `mark` (see `_BETWEEN_WORDS`)."""
     try:
-        wikicode.remove(node)
+        wikicode.replace(node, mark)
     except ValueError:  # already gone with a removed parent
         pass
 
@@ -50,20 +64,22 @@ def clean_article(wikitext, links=None):
     # 1. Constructs that may span lines go first, with the parser.
     code = mwparserfromhell.parse(wikitext)
     for node in code.filter_templates(recursive=False):
-        _remove(code, node)
+        _remove(code, node, _PUNCTUATION_TEMPLATES.get(str(node.name).strip(), _REMOVED))
     for node in code.filter_comments():
-        _remove(code, node)
+        _remove(code, node, "")
     for node in code.filter_tags():
-        if str(node.tag).strip().lower() in _DROPPED_TAGS:
-            _remove(code, node)
+        tag = str(node.tag).strip().lower()
+        if tag in _DROPPED_TAGS:
+            _remove(code, node, "" if tag in _IN_WORD_TAGS else _REMOVED)
     for node in code.filter_wikilinks():
         if links.match(str(node.title)):
             _remove(code, node)
     # 2. Then line-level markup (lists, tables, headings), 3. then the remaining markup.
     kept_lines = [_SWITCH.sub("", line) for line in str(code).split("\n")
-                  if not _DROPPED_LINE.match(line)]
+                  if not _DROPPED_LINE.match(line.replace(_REMOVED, ""))]
     text = mwparserfromhell.parse("\n".join(kept_lines)).strip_code(normalize=True,
                                                                       collapse=True)
+    text = _BETWEEN_WORDS.sub(" ", text).replace(_REMOVED, "").replace(_APOSTROPHE, "'")
     text = re.sub(r"<[^<>\n]{0,200}>", " ", text)  # stray or unbalanced HTML tags
     paragraphs = []
     for block in re.split(r"\n\s*\n", text):

@@ -49,6 +49,26 @@ def test_clean_article_keeps_only_prose():
     ]
 
 
+def test_taken_out_markup_leaves_a_space_only_between_words():
+    """Modelled on ukwiki's year pages ("[[A]]{{•}}[[B]]": the words were glued, as
+    "революціяРіч"), enwiki's {{nbsp}}, {{snd}}, <br /> and {{'s}}, and jawiki's
+    {{要出典}}: a space where the markup stood between two words, nothing after
+    punctuation, inside a formula's subscripts, or in a script written without spaces."""
+    text = ("[[Річ Посполита]]{{•}}[[Запорозька Січ]]{{•}} [[Руїна]] були на мапі цього року.\n\n"
+            "On 15{{nbsp}}September the order{{snd}}readily implemented{{snd}}converts it."
+            "<ref>x</ref> Line one<br />line two of the same paragraph.\n\n"
+            "''Eagle''{{'s}} footpad touched C<sub>20</sub>H<sub>42</sub> wax.{{citation needed}}"
+            "\n\n東京{{要出典}}は日本の首都である。とても大きい都市だ。\n"
+            "{{anchor|x}}* A list item after a template is still a list.")
+    assert clean_article(text) == [
+        "Річ Посполита Запорозька Січ Руїна були на мапі цього року.",
+        "On 15 September the order readily implemented converts it. Line one line two of "
+        "the same paragraph.",
+        "Eagle's footpad touched CH wax.",
+        "東京は日本の首都である。とても大きい都市だ。",
+    ]
+
+
 def test_sentences_split_without_breaking_abbreviations():
     assert article_sentences((ARTICLE, "en"))[2:4] == [
         "Her mother was Anne Isabella Milbanke.", "Dr. Smith was her tutor in 1829."]
