@@ -6,7 +6,7 @@ a temporary folder and reads the documents back:
   lines still holding markup, by kind: a namespace prefix (the dump's own names from its
     <siteinfo>, and the English canonical ones) followed by ":", link or template brackets,
     a table or option pipe, an image size ("200px"), a behaviour switch ("__TOC__"), an
-    HTML tag;
+    HTML tag, italic or bold quotes ("''");
   sentence shape: characters per sentence, share ending in sentence-final punctuation,
     share starting in lower case (in a cased script: cut off the sentence before it),
     sentences per article;
@@ -66,6 +66,7 @@ def markup_kinds(names):
                                  re.IGNORECASE),
         "switch": re.compile(r"__[^_\s]+__"),
         "html tag": re.compile(r"</?[a-zA-Z][^<>]{0,80}>"),
+        "italic or bold quotes": re.compile(r"''"),
     }
 
 

@@ -7,7 +7,9 @@ Removed: headings, lists, tables, templates (infoboxes, citations, navigation bo
 references, HTML comments, galleries and other extension tags, links into other
 namespaces (files and their captions, categories) and interlanguage links, in the wiki's
 own language (`wiki_namespaces`), behaviour switches; where one stood between two words, a
-space. Kept: the text of ordinary links and formatting.
+space. Italic and bold markup is read line by line as MediaWiki reads it (an unclosed "''"
+ends with its line), and a paragraph ends where a list, table or heading line was. Kept:
+the text of ordinary links and formatting.
 Parsing is `mwparserfromhell`'s.
 """
 
@@ -40,6 +42,47 @@ _BETWEEN_WORDS = re.compile(rf"(?<=[^\W{_UNSPACED}]){_REMOVED}+(?=[^\W{_UNSPACED
 _APOSTROPHE = "\ue001"
 _PUNCTUATION_TEMPLATES = {"'": _APOSTROPHE, "'s": _APOSTROPHE + "s"}
 _IN_WORD_TAGS = {"sup", "sub", "nowiki"}
+# Italic and bold markup: runs of two or more apostrophes, closed by MediaWiki at the end of
+# their line (an "''" left open would swallow the next paragraphs, or a <ref> tag, into one
+# italic span): resolved line by line (`_plain_quotes`) before the parser sees the text.
+_QUOTES = re.compile(r"'{2,}")
+
+
+def _plain_quotes(line):
+    """`line` without its italic and bold markup, the apostrophes it shows kept, as
+    MediaWiki's Parser::doQuotes reads them: four apostrophes are one and bold, more than
+    five the extra ones and bold italic; and when a line opens an odd number of both italic
+    and bold, one bold (after a one-letter word, else after a longer word, else after a
+    space) is an apostrophe and italic ("''Iliad'''s" shows "Iliad's" in italics)."""
+    runs = list(_QUOTES.finditer(line))
+    if not runs:
+        return line
+    shown = ["'" if len(m.group()) == 4 else "'" * max(0, len(m.group()) - 5) for m in runs]
+    kinds = [3 if len(m.group()) == 4 else min(len(m.group()), 5) for m in runs]
+    italics = sum(kind in (2, 5) for kind in kinds)
+    bolds = sum(kind in (3, 5) for kind in kinds)
+    if italics % 2 and bolds % 2:
+        single = multi = space = None
+        for i, (m, kind) in enumerate(zip(runs, kinds)):
+            if kind != 3:
+                continue
+            before = line[:m.start()] + shown[i]
+            x1, x2 = before[-1:], before[-2:-1]
+            if x1 == " ":
+                space = i if space is None else space
+            elif x2 in (" ", ""):
+                single = i
+                break
+            elif multi is None:
+                multi = i
+        chosen = next((i for i in (single, multi, space) if i is not None), None)
+        if chosen is not None:
+            shown[chosen] += "'"
+    pieces, last = [], 0
+    for m, text in zip(runs, shown):
+        pieces += [line[last:m.start()], text]
+        last = m.end()
+    return "".join(pieces) + line[last:]
 
 
 def _remove(wikicode, node, mark=_REMOVED):
@@ -62,7 +105,8 @@ def clean_article(wikitext, links=None):
     import mwparserfromhell
 
     # 1. Constructs that may span lines go first, with the parser.
-    code = mwparserfromhell.parse(wikitext)
+    code = mwparserfromhell.parse("\n".join(_plain_quotes(line)
+                                             for line in wikitext.split("\n")))
     for node in code.filter_templates(recursive=False):
         _remove(code, node, _PUNCTUATION_TEMPLATES.get(str(node.name).strip(), _REMOVED))
     for node in code.filter_comments():
@@ -74,9 +118,10 @@ def clean_article(wikitext, links=None):
     for node in code.filter_wikilinks():
         if links.match(str(node.title)):
             _remove(code, node)
-    # 2. Then line-level markup (lists, tables, headings), 3. then the remaining markup.
-    kept_lines = [_SWITCH.sub("", line) for line in str(code).split("\n")
-                  if not _DROPPED_LINE.match(line.replace(_REMOVED, ""))]
+    # 2. Then line-level markup (lists, tables, headings), each an empty line: a paragraph
+    # ends there. 3. Then the remaining markup.
+    kept_lines = ["" if _DROPPED_LINE.match(line.replace(_REMOVED, "")) else _SWITCH.sub("", line)
+                  for line in str(code).split("\n")]
     text = mwparserfromhell.parse("\n".join(kept_lines)).strip_code(normalize=True,
                                                                       collapse=True)
     text = _BETWEEN_WORDS.sub(" ", text).replace(_REMOVED, "").replace(_APOSTROPHE, "'")

@@ -69,6 +69,26 @@ def test_taken_out_markup_leaves_a_space_only_between_words():
     ]
 
 
+def test_italics_end_with_their_line_and_headings_end_paragraphs():
+    """Modelled on enwiki's Abraham Lincoln (a <ref> holding an unclosed "''" leaked into the
+    text), Achilles ("''Iliad'''s": an apostrophe, as MediaWiki reads it) and ukwiki's year
+    pages ("''Див. також [[:Категорія:...]]" left open, which joined two stubs across a
+    list and a heading into "Див. також Див. також ''")."""
+    text = ("The Iliad is an epic poem of ancient Greece.<ref>Allan Nevins, ''Ordeal'' of the "
+            "Union'' (1959)</ref> Its hero is Achilles.\n"
+            "== Reception ==\n"
+            "Scholars read the ''Iliad'''s description of the shield closely.\n\n"
+            "== Born ==\n"
+            "''See also [[Category:Births in 1854]]\n"
+            "* [[18 January]] – Thomas Watson, an inventor of the telephone\n"
+            "== Died ==\n"
+            "''See also [[Category:Deaths in 1854]]''\n")
+    assert clean_article(text) == [
+        "The Iliad is an epic poem of ancient Greece. Its hero is Achilles.",
+        "Scholars read the Iliad's description of the shield closely.",
+    ]
+
+
 def test_sentences_split_without_breaking_abbreviations():
     assert article_sentences((ARTICLE, "en"))[2:4] == [
         "Her mother was Anne Isabella Milbanke.", "Dr. Smith was her tutor in 1829."]
