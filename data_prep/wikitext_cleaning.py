@@ -37,7 +37,8 @@ _REMOVED = "\ue000"  # a private-use character: never in an article's text
 _UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
 _BETWEEN_WORDS = re.compile(rf"(?<=[^\W{_UNSPACED}]){_REMOVED}+(?=[^\W{_UNSPACED}])")
 # Templates that stand for an apostrophe beside italic or bold markup (enwiki's {{'}} and
-# {{'s}}: "''Eagle''{{'s}}"): a placeholder until the markup is gone, then the apostrophe.
+# {{'s}}: "''Eagle''{{'s}}"): a placeholder until the parsing is done (beside another
+# apostrophe it would read as markup), then the apostrophe.
 # Tags taken out of a word without a space: C<sub>2</sub>H, [[word]]<nowiki/>s.
 _APOSTROPHE = "\ue001"
 _PUNCTUATION_TEMPLATES = {"'": _APOSTROPHE, "'s": _APOSTROPHE + "s"}
