@@ -1,7 +1,7 @@
 """Create masked-LM / next-sentence pre-training TFRecords from document text files.
 
-Pipeline position: documents (one sentence per line, blank line between documents) ->
-**TFRecords** -> run_pretraining.py. Same flags and features as the original release's
+Pipeline position: documents (one sentence per line, blank line between documents; or
+one text per line, `--line_by_line`) -> **TFRecords** -> run_pretraining.py. Same flags and features as the original release's
 script, in two modes:
 
   --mode=original  the original's output, instance for instance (one process; faster only
@@ -20,6 +20,7 @@ import dataclasses
 import os
 import sys
 import time
+from typing import Optional
 
 from absl import flags, logging
 
@@ -56,6 +57,13 @@ class CreationSettings(Vocabulary, SequenceLength):
                                    "order instead of B from another document (ALBERT's "
                                    "sentence-order prediction; train with "
                                    "--objective=mlm_nsp). Not the original's.")
+    line_by_line: Optional[bool] = setting(
+        None, help="--mode=fast: each line of the input is a text of its own (a review, a "
+        "tweet, an abstract), not a sentence of a document: the texts are packed into "
+        "full sequences for the masked LM (train with --objective=mlm: the next-sentence "
+        "labels then pair texts, not sentences). Default: so for each file with no blank "
+        "line between two lines of text, said in one line; false: such a file is one "
+        "document, as the original reads it.")
     mode: str = setting("fast", choices=("fast", "original"),
                         help="'original': identical output to the original script; "
                         "'fast': same algorithm, parallel and streamed.")
@@ -108,6 +116,10 @@ def _validate():
         raise ValueError(f"--short_seq_prob={FLAGS.short_seq_prob} must be in [0, 1].")
     if FLAGS.dupe_factor < 1 or FLAGS.max_predictions_per_seq < 1:
         raise ValueError("--dupe_factor and --max_predictions_per_seq must be at least 1.")
+    if FLAGS.line_by_line and FLAGS.mode == "original":
+        raise ValueError("--line_by_line: --mode=original reproduces the original's "
+                         "output, which reads documents only (a blank line between "
+                         "them); use --mode=fast.")
     if not 0 <= FLAGS.shard_index < FLAGS.num_shards:
         raise ValueError(f"--shard_index={FLAGS.shard_index} must be in "
                          f"[0, --num_shards={FLAGS.num_shards}).")
@@ -128,6 +140,11 @@ def main(_):
                                      {"input_file": files, "vocab_file": FLAGS.vocab_file})
     vocab = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case).vocab
     casing.warn_about_input(files, FLAGS.do_lower_case)
+    texts = [] if FLAGS.mode == "original" else corpus.line_by_line_files(
+        files, FLAGS.line_by_line)
+    said = corpus.describe_line_by_line(texts, files, FLAGS.line_by_line)
+    if said:
+        print(said, file=sys.stderr)
     params = _params()
     logging.info("Reading %d input file(s) in --mode=%s.", len(files), FLAGS.mode)
     progress = Progress(f"create_pretraining_data ({FLAGS.mode})",
@@ -143,7 +160,7 @@ def main(_):
     else:
         totals = pretraining_data.run_fast(files, outputs, params, progress, num_workers=FLAGS.num_workers,
                           piece_mb=FLAGS.piece_mb, num_shards=FLAGS.num_shards,
-                          shard_index=FLAGS.shard_index, **common)
+                          shard_index=FLAGS.shard_index, line_by_line=texts, **common)
     progress.close()
     elapsed = time.time() - start
     n = max(totals["instances"], 1)
@@ -153,9 +170,18 @@ def main(_):
                f"{totals['tokens']:,} tokens, {totals['masked'] / max(totals['tokens'], 1):.1%}"
                f" of tokens masked, {totals['random_next'] / n:.1%} random next sentences"
                + (f", {totals['lines_with_invalid_utf8']} lines with invalid UTF-8"
-                  if totals["lines_with_invalid_utf8"] else "") + ".")
+                  if totals["lines_with_invalid_utf8"] else "") + "."
+               + (" The texts read one per line are packed into full sequences for the "
+                  "masked LM: train with --objective=mlm (their next-sentence labels pair "
+                  "texts, not sentences)." if texts else ""))
     print(summary, file=sys.stderr)
-    if totals["long_one_line_documents"]:
+    if totals["long_one_line_documents"] and texts:
+        logging.warning(
+            "%d text(s) are longer than --max_seq_length=%d: each is truncated to about "
+            "%d tokens, and the rest is never seen. Split long texts into sentences, one "
+            "per line, a blank line between texts.", totals["long_one_line_documents"],
+            FLAGS.max_seq_length, FLAGS.max_seq_length)
+    elif totals["long_one_line_documents"]:
         logging.warning(
             "%d document(s) are a single line longer than --max_seq_length=%d: each gives "
             "instances of its first ~%d tokens only, and the rest is never seen. Put one "

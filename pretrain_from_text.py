@@ -17,7 +17,9 @@ the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
     python pretrain_from_text.py --input_text=reviews.txt --output_dir=my_adapted \
       --init_checkpoint=all-MiniLM-L6-v2/   # a model folder: its config and vocab.txt
 
-The input: text files, one sentence per line, a blank line between documents. The output
+The input: text files, one sentence per line, a blank line between documents; or one text
+per line (reviews, tweets, abstracts: `--line_by_line`, the default for a file without a
+blank line). The output
 folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoint to
 fine-tune is output_dir/pretraining/export/bert_model.ckpt.
 """
@@ -50,7 +52,8 @@ from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learnin
 class FromTextSettings(Casing):
     """The command's settings; the recipe is `tasks.pretraining.recipe.RECIPE`."""
     input_text: str = setting(help="Text files (comma-separated files or globs): one "
-                              "sentence per line, a blank line between documents.")
+                              "sentence per line, a blank line between documents; or one "
+                              "text per line (--line_by_line).")
     output_dir: str = setting(help="Where the vocabulary, records and run go.")
     budget_minutes: float = setting(60.0, help="Minutes of pre-training (the stages before "
                                     "it take a few more).")
@@ -64,6 +67,12 @@ class FromTextSettings(Casing):
         "float32). bfloat16 buys more steps in the budget where the CPU has AVX512_BF16 "
         "or AMX (docs/pretraining.md). Default: float32, or what a resumed run started "
         "with.")
+    line_by_line: Optional[bool] = setting(
+        None, help="Each line of the input is a text of its own (a review, a tweet, an "
+        "abstract), not a sentence of a document: the held-out share is taken in texts, "
+        "and for the masked LM the texts are packed into full sequences. Default: so for "
+        "each file with no blank line between two lines of text, said in one line; "
+        "false: such a file is one document.")
     split_sentences: Optional[str] = setting(
         None, help="The input holds paragraphs, not sentences, per line: split each line "
         "into sentences with the rules of this language (a code: en, de, ja, ...; sentencex, "
@@ -167,7 +176,10 @@ def main(_):
     start = time.time()
 
     say("[1/5] Documents: held-out share for evaluation")
-    train_text, heldout_text = from_text.prepare_text(files, out, FLAGS.split_sentences)
+    train_text, heldout_text = from_text.prepare_text(
+        files, out, FLAGS.split_sentences, FLAGS.line_by_line,
+        FLAGS.objective or (adaptation.ADAPTATION if adapting else recipe)["objective"],
+        FLAGS.seed)
     say(f"      {train_text}, {heldout_text}")
     init_checkpoint = None
     if adapting:
@@ -199,11 +211,12 @@ def main(_):
                              f"--output_dir, or resume without --{name}.")
     objective = plan.objective if plan else FLAGS.objective or recipe["objective"]
     sentence_order = objective == "mlm_sop"  # ALBERT's pairs in the records
+    pack = from_text.packs_texts(out, objective)  # texts one per line, the masked LM
     records_dir = os.path.join(out, "records")
     heldout_records = [os.path.join(records_dir, from_text.heldout_records_name(objective))]
     from_text.write_records(heldout_text, heldout_records, vocab, do_lower_case, 1,
                             FLAGS.seed + 1, masked_lm_prob=from_text.HELDOUT_MASKED_LM_PROB,
-                            sentence_order=sentence_order, recipe=recipe)
+                            sentence_order=sentence_order, recipe=recipe, pack=pack)
     say("[3/5] Speed of a training step here, to size the run to the budget")
     runtime = RuntimeConfig(seed=FLAGS.seed,
                             dtype=plan.dtype if plan else FLAGS.dtype or "float32")
@@ -214,7 +227,7 @@ def main(_):
                 heldout_text, vocab, do_lower_case, config_file, scratch, runtime,
                 objective, steps=from_text.calibration_steps(FLAGS.budget_minutes),
                 seed=FLAGS.seed + 2, recipe=recipe,
-                gradient_checkpointing=FLAGS.gradient_checkpointing)
+                gradient_checkpointing=FLAGS.gradient_checkpointing, pack=pack)
         except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
             raise stopped.saying(
                 "the speed measurement (stage 3) is not kept. Rerun the same command: it "
@@ -242,7 +255,7 @@ def main(_):
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(train_text, records, vocab, do_lower_case,
                             plan.dupe_factor, FLAGS.seed,
-                            sentence_order=sentence_order, recipe=recipe)
+                            sentence_order=sentence_order, recipe=recipe, pack=pack)
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
         f"{os.path.join(out, 'log.txt')})")
@@ -267,7 +280,8 @@ def main(_):
     results = result.eval_results or {}
     say(f"\nDone in {(time.time() - start) / 60:.1f} minutes. Held-out masked-LM accuracy "
         f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
-        f"{results.get('masked_lm_perplexity', float('nan')):.1f}.")
+        f"{results.get('masked_lm_perplexity', float('nan')):.1f} (over "
+        f"{results.get('masked_lm_predictions', 0):,.0f} masked tokens).")
     if "next_sentence_accuracy" in results:
         task = "sentence-order" if sentence_order else "next-sentence"
         say(f"Held-out {task} accuracy {results['next_sentence_accuracy']:.1%} "

@@ -158,3 +158,46 @@ def read_documents(files, tokenize_batch, stats, batch_size=4096, progress=None)
     documents = [d for d in documents if d]
     stats.documents = len(documents)
     return documents
+
+
+def reads_as_documents(path):
+    """Whether `path` holds a blank line (as `clean_line` sees one: whitespace only)
+    between two lines of text, i.e. a document break, or fewer than two lines of text
+    (nothing to decide). Blank lines before the first or after the last line of text
+    break nothing. A file of several lines without one holds one text per line (reviews,
+    tweets, abstracts) or a single document: `--line_by_line` decides which."""
+    texts, pending = 0, False
+    stats = CorpusStats()
+    try:
+        f = file_io.open_binary(path)
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot read the input file ({e}).") from e
+    with f:
+        for raw in iter(f.readline, b""):
+            if clean_line(raw, stats):
+                if pending:
+                    return True
+                texts += 1
+            else:
+                pending = texts > 0
+    return texts < 2
+
+
+def line_by_line_files(files, line_by_line=None):
+    """The input files to read one text per line: all of them (`line_by_line` True), none
+    (False), or, by default (None), those of several lines of text without a blank line
+    between two of them (`reads_as_documents`). A list, in the order of `files`."""
+    if line_by_line is not None:
+        return list(files) if line_by_line else []
+    return [path for path in files if not reads_as_documents(path)]
+
+
+def describe_line_by_line(chosen, files, line_by_line):
+    """The one line that says which files are read one text per line, when that was
+    decided by their layout (`line_by_line` None); None when there is nothing to say."""
+    if line_by_line is not None or not chosen:
+        return None
+    which = (chosen[0] if len(chosen) == 1 else
+             f"{len(chosen)} of the {len(files)} input files ({chosen[0]}, ...)")
+    return (f"{which}: no blank line between texts, so each line is read as one text "
+            f"(--line_by_line=false reads such a file as one document).")

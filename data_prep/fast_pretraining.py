@@ -37,6 +37,15 @@ from data_prep import corpus, record_shuffle
 from data_prep import pretraining_instances as pi
 
 DEFAULT_PIECE_MB = 1
+# Texts read one per line are packed (`pack_documents`) into documents of this many
+# sequences' tokens: the last chunk of each, shorter than the rest, is then about one
+# sequence in 64.
+PACK_SEQUENCES = 32
+
+
+def pack_tokens(params):
+    """The `Job.pack_tokens` that packs texts for sequences of `params.max_seq_length`."""
+    return PACK_SEQUENCES * params.max_seq_length
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,24 +54,33 @@ class Piece:
     path: str
     start: int
     end: int
+    line_by_line: bool = False  # every line of the file is a text (a document) of its own
 
 
-def plan_pieces(files, piece_mb=DEFAULT_PIECE_MB):
+def plan_pieces(files, piece_mb=DEFAULT_PIECE_MB, line_by_line=()):
     """Cuts every file into byte ranges of about `piece_mb` MB; `read_piece` moves each
-    boundary to the next document break."""
+    boundary to the next document break (in the files of `line_by_line`, read one text
+    per line: the next line)."""
     step = max(1, int(piece_mb * 2 ** 20))
+    texts = set(line_by_line)
     pieces = []
     for path in files:
         size = file_io.size(path)
         for start in range(0, max(size, 1), step):
-            pieces.append(Piece(len(pieces), path, start, min(start + step, size)))
+            pieces.append(Piece(len(pieces), path, start, min(start + step, size),
+                                path in texts))
     return pieces
 
 
 def read_piece(piece, stats):
     """Yields the stripped lines of the documents that start inside the piece's range: a
     piece not at offset 0 skips to just after the first blank line at or after its start,
-    and every piece reads on past its end to the next blank line."""
+    and every piece reads on past its end to the next blank line. Read one text per line
+    (`piece.line_by_line`), every line starts a document: a piece starts at its first
+    whole line and ends with the line that holds its end."""
+    if piece.line_by_line:
+        yield from _read_lines(piece, stats)
+        return
     try:
         f = file_io.open_binary(piece.path)
     except OSError as e:
@@ -93,6 +111,25 @@ def read_piece(piece, stats):
             yield line
 
 
+def _read_lines(piece, stats):
+    """`read_piece` of a file read one text per line."""
+    try:
+        f = file_io.open_binary(piece.path)
+    except OSError as e:
+        raise corpus.CorpusError(f"{piece.path}: cannot read the input file ({e}).") from e
+    with f:
+        if piece.start > 0:
+            f.seek(piece.start - 1)
+            if f.read(1) != b"\n":
+                f.readline()  # a line that belongs to the previous piece
+        while f.tell() < piece.end:
+            raw = f.readline()
+            if not raw:
+                return
+            stats.lines += 1
+            yield corpus.clean_line(raw, stats)
+
+
 @dataclasses.dataclass
 class PieceTokens:
     """A piece's documents as flat arrays: segment k of the piece is
@@ -105,13 +142,14 @@ class PieceTokens:
     doc_count: np.ndarray
 
 
-def piece_tokens(values, splits, is_break):
+def piece_tokens(values, splits, is_break, line_by_line=False):
     """From tokenized lines (ragged `values`/`splits`, one row per line, blank lines
     marked in `is_break`) to `PieceTokens`, as the original reads documents: a blank line
-    starts a document, lines without tokens are skipped, empty documents dropped."""
+    starts a document, lines without tokens are skipped, empty documents dropped.
+    `line_by_line`: every line is a document of its own."""
     splits = np.asarray(splits, np.int64)
     starts, ends = splits[:-1], splits[1:]
-    doc_of_line = np.cumsum(is_break)
+    doc_of_line = np.arange(len(starts)) if line_by_line else np.cumsum(is_break)
     keep = (~is_break) & (ends > starts)
     seg_start, seg_end, seg_doc = starts[keep], ends[keep], doc_of_line[keep]
     if not len(seg_start):
@@ -121,6 +159,23 @@ def piece_tokens(values, splits, is_break):
     doc_first = np.concatenate([[0], change])
     doc_count = np.diff(np.concatenate([doc_first, [len(seg_start)]]))
     return PieceTokens(np.asarray(values, np.int32), seg_start, seg_end, doc_first, doc_count)
+
+
+def pack_documents(tokens, pack_tokens):
+    """Consecutive documents of `tokens` merged into documents of about `pack_tokens`
+    tokens (those that end within the same stretch of `pack_tokens` tokens of the
+    piece; a longer document stays alone): short texts (a review, a tweet) then fill whole
+    sequences as a long document's sentences do, instead of one text (or two, with a
+    random next) a sequence and the rest padding. For the masked LM alone: the texts of a
+    sequence, and so the next-sentence labels, are not sentence pairs of one document."""
+    if not pack_tokens or len(tokens.doc_first) < 2:
+        return tokens
+    last = tokens.doc_first + tokens.doc_count - 1
+    end = tokens.seg_end[last] - tokens.seg_start[0]  # each document's end in the piece
+    group = (end - 1) // pack_tokens
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
+    counts = np.add.reduceat(tokens.doc_count, starts)
+    return dataclasses.replace(tokens, doc_first=tokens.doc_first[starts], doc_count=counts)
 
 
 def chunk_spans(tokens, params, dupe_factor, rng):
@@ -378,6 +433,9 @@ class Job:
     params: pi.InstanceParams
     dupe_factor: int
     seed: int
+    # Documents merged into documents of this many tokens before chunking
+    # (`pack_documents`); 0: the original's documents.
+    pack_tokens: int = 0
 
 
 def run_job(job, report=None):
@@ -409,8 +467,10 @@ def run_job(job, report=None):
             lines = list(read_piece(piece, stats))
             is_break = np.array([not line for line in lines], bool)
             values, splits = _tokenize_flat(tokenizer, lines, tf)
-            tokens = piece_tokens(values, splits, is_break)
-            serialized, counts = encode_piece(tokens, piece.index, vocab_info, job.params,
+            tokens = piece_tokens(values, splits, is_break, piece.line_by_line)
+            long_documents = long_one_line_documents(tokens, job.params.max_seq_length)
+            serialized, counts = encode_piece(pack_documents(tokens, job.pack_tokens),
+                                              piece.index, vocab_info, job.params,
                                               job.dupe_factor, job.seed)
             for record in serialized:
                 writers[w].write(record)
@@ -418,8 +478,7 @@ def run_job(job, report=None):
             for key, value in counts.items():
                 totals[key] += value
             totals["documents"] += len(tokens.doc_first)
-            totals["long_one_line_documents"] += long_one_line_documents(
-                tokens, job.params.max_seq_length)
+            totals["long_one_line_documents"] += long_documents
             totals["lines"] += stats.lines
             totals["lines_with_invalid_utf8"] += stats.lines_with_invalid_utf8
             file_counts = totals["invalid_by_file"].setdefault(piece.path, [0, 0])

@@ -70,22 +70,25 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
 
 def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dupe_factor,
              random_seed, num_workers=1, piece_mb=1.0, num_shards=1, shard_index=0,
-             max_invalid_utf8_share=1.0):
+             max_invalid_utf8_share=1.0, line_by_line=()):
     """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
     spread over `num_workers` processes; the shard set is published only when all of it
-    is written and the input passed its checks. Returns the summary counts."""
+    is written and the input passed its checks. The files of `line_by_line` are read one
+    text per line, and then the documents are packed into full sequences for the masked
+    LM (`fast_pretraining.pack_documents`). Returns the summary counts."""
     from common import file_io
     from data_prep import corpus, fast_pretraining
     from text.graph_tokenizer import require_text
     require_text("--mode=fast (without it: --mode=original --tokenizer=python)")
     if all(file_io.size(f) == 0 for f in files):
         raise ValueError(f"{', '.join(files)}: no text in the input files (all empty).")
-    pieces = fast_pretraining.plan_pieces(files, piece_mb)
+    pieces = fast_pretraining.plan_pieces(files, piece_mb, line_by_line)
     pieces = pieces[shard_index::num_shards]
     progress.total = ("pieces", len(pieces))
     jobs = fast_pretraining.split_jobs(
         pieces, outputs, num_workers, vocab_file=vocab_file, do_lower_case=do_lower_case,
-        params=params, dupe_factor=dupe_factor, seed=random_seed)
+        params=params, dupe_factor=dupe_factor, seed=random_seed,
+        pack_tokens=fast_pretraining.pack_tokens(params) if line_by_line else 0)
     if len(jobs) < num_workers:
         logging.info("Using %d worker(s): one per output file at most. Give more "
                      "--output_file names to use more cores.", len(jobs))
@@ -102,7 +105,9 @@ def warn_about_input(stats):
     for path in stats.empty_files:
         logging.warning("%s: empty input file (no text).", path)
     for path in stats.files_without_breaks:
-        logging.warning("%s: no blank lines, so the whole file is one document.", path)
+        logging.warning("%s: no blank lines, so the whole file is one document, as the "
+                        "original reads it (--mode=fast reads such a file one text per "
+                        "line).", path)
     if stats.lines_with_invalid_utf8:
         logging.warning("%d lines had bytes that are not UTF-8; those bytes were dropped, "
                         "as the original does.", stats.lines_with_invalid_utf8)

@@ -69,7 +69,9 @@ def test_new_rows_start_from_the_mean_of_their_pieces():
     assert model.masked_lm.output_bias.numpy()[1:3].tolist() == [12.0, 10.5]
 
 
-def _corpus(path, seed=0):
+def _corpus(path, seed=0, one_per_line=False):
+    """40 documents of 3-6 sentences, a blank line between them; `one_per_line`: the
+    sentences alone, a text per line (reviews' layout)."""
     rng = random.Random(seed)
     plain = [w for w in original_checkpoint.WORDS if not w.startswith("##") and w != "un"]
     docs = []
@@ -81,7 +83,7 @@ def _corpus(path, seed=0):
                                                                  "telescope"]))
             lines.append(" ".join(words) + " .")
         docs.append("\n".join(lines))
-    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    path.write_text(("\n" if one_per_line else "\n\n").join(docs) + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -209,16 +211,26 @@ def _without_head(source, prefix):
 def test_a_new_head_first_trains_alone_on_the_frozen_encoder(tmp_path):
     """A checkpoint without a masked-LM head: the new head trains alone first (the
     encoder, word embeddings included, exactly the checkpoint's; the head's output bias
-    moved from its zeros), then the whole model continues from there."""
+    moved from its zeros), then the whole model continues from there. The text is one
+    text per line (no blank line): read so, said, and the texts packed into sequences
+    (unpacked, a text of 7-12 tokens and a random other fill a third of 64 positions)."""
     import tensorflow as tf
     vocab, config, checkpoint = original_checkpoint.write_checkpoint(str(tmp_path / "full"))
     headless = _without_head(checkpoint, str(tmp_path / "headless" / "bert_model.ckpt"))
     out = tmp_path / "adapted"
     done = warm_processes.run(
-        [SCRIPT, f"--input_text={_corpus(tmp_path / 'corpus.txt')}", f"--output_dir={out}",
-         f"--init_checkpoint={headless}", f"--bert_config_file={config}",
-         f"--vocab_file={vocab}", "--budget_minutes=0.05"], env=ENV, timeout=900)
+        [SCRIPT, f"--input_text={_corpus(tmp_path / 'corpus.txt', one_per_line=True)}",
+         f"--output_dir={out}", f"--init_checkpoint={headless}",
+         f"--bert_config_file={config}", f"--vocab_file={vocab}", "--budget_minutes=0.05"],
+        env=ENV, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "each line is read as one text" in done.stderr
+    real = positions = 0
+    for record in tf.data.TFRecordDataset(str(out / "records" / "train-00.tfrecord")):
+        mask = tf.train.Example.FromString(record.numpy()).features.feature[
+            "input_mask"].int64_list.value
+        real, positions = real + sum(mask), positions + len(mask)
+    assert real / positions > 0.8
     assert "no masked-LM head" in done.stderr
     assert "first the new masked-LM head alone" in done.stderr
     start = tf.train.load_checkpoint(headless)

@@ -447,3 +447,66 @@ def test_lines_are_read_as_the_original_reads_them(tmp_path):
     lines = list(fast_pretraining.read_piece(
         fast_pretraining.Piece(0, str(text), 0, text.stat().st_size), stats))
     assert [bool(x) for x in lines] == [True, True, False, True, False, False, True]
+
+
+def _short_texts(path, n=600, seed=5, blank_between=False):
+    """Texts of 3-8 words, each ending with a full stop, one per line (or a blank line
+    between them: each text a document of one line)."""
+    rng = random.Random(seed)
+    texts = [" ".join("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 2)))
+                      for _ in range(rng.randint(3, 8))) + "." for _ in range(n)]
+    path.write_text(("\n\n" if blank_between else "\n").join(texts) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_texts_one_per_line_are_packed_into_full_sequences(data, tmp_path, capsys):
+    """A file without blank lines holds a text per line (said in one line): the texts
+    are packed, several whole texts a sequence and almost no padding; the same texts as
+    one-line documents (a blank line between them) give the original's pairs, a text
+    and a random other text a sequence, mostly padding."""
+    _, vocab_file, vocab, _ = data
+    stop = vocab["."]
+    shares = {}
+    for name, blank in (("texts", False), ("documents", True)):
+        out = str(tmp_path / f"{name}.tfrecord")
+        run_cli(mode="fast", num_workers=1, input_file=_short_texts(
+            tmp_path / f"{name}.txt", blank_between=blank), output_file=out,
+                vocab_file=vocab_file, dupe_factor=2, max_seq_length=64)
+        err = capsys.readouterr().err
+        said = "no blank line between texts, so each line is read as one text" in err
+        assert said == (not blank), err
+        assert ("train with --objective=mlm" in err) == (not blank)
+        examples = read_all([out])
+        real = sum(sum(e["input_mask"]) for e in examples)
+        shares[name] = (real / (64 * len(examples)),
+                        sum(e["input_ids"].count(stop) for e in examples) / len(examples))
+    padding, texts_a_sequence = 1 - shares["texts"][0], shares["texts"][1]
+    assert padding < 0.15 and texts_a_sequence > 5
+    assert 1 - shares["documents"][0] > 0.5 and shares["documents"][1] <= 2
+
+
+def test_line_by_line_pieces_cover_each_line_once_and_the_original_mode_refuses(
+        data, tmp_path, caplog):
+    """Read one text per line, pieces start at any line: tiny pieces read every line of
+    the file exactly once. --mode=original reproduces the original, which has no such
+    reading: --line_by_line is refused there, and a file without blank lines is one
+    document, said so."""
+    from data_prep import corpus as corpus_lib
+    from data_prep import fast_pretraining
+    _, vocab_file, _, _ = data
+    texts = _short_texts(tmp_path / "texts.txt")
+    lines = []
+    for piece in fast_pretraining.plan_pieces([texts], 0.0005, line_by_line=[texts]):
+        assert piece.line_by_line
+        lines.extend(fast_pretraining.read_piece(piece, corpus_lib.CorpusStats()))
+    assert len(fast_pretraining.plan_pieces([texts], 0.0005)) > 20
+    with open(texts, "rb") as f:
+        assert lines == [line.strip() for line in f]
+    with pytest.raises(ValueError, match="--mode=original reproduces the original's"):
+        run_cli(mode="original", line_by_line=True, input_file=texts,
+                output_file=str(tmp_path / "x.tfrecord"), vocab_file=vocab_file)
+    run_cli(mode="original", input_file=texts, output_file=str(tmp_path / "o.tfrecord"),
+            vocab_file=vocab_file, dupe_factor=1)
+    assert "no blank lines, so the whole file is one document, as the original" in \
+        caplog.text
+    assert "read as one text" not in caplog.text

@@ -196,3 +196,15 @@ def test_masking_shares_are_the_flags(mask, random_):
     assert abs(np.mean(new == MASK) - (mask + random_ / 100)) < 0.006
     assert abs(np.mean(new == old) - (keep + random_ / 100)) < 0.006
     assert abs(np.mean((new != MASK) & (new != old)) - random_ * 98 / 100) < 0.006
+
+
+def test_texts_are_packed_into_documents_of_the_pack_size():
+    """Texts of 3, 4, 2, 5, 1 and 9 tokens packed by 6: they end at 3, 7, 9, 14, 15 and
+    24 tokens into the piece, so the stretches of 6 tokens (1-6, 7-12, 13-18, 19-24)
+    hold the texts [0], [1, 2], [3, 4] and [5]; a text's segments stay together."""
+    tokens = piece_of([[3], [2, 2], [2], [5], [1], [4, 5]])
+    packed = fp.pack_documents(tokens, 6)
+    assert packed.doc_first.tolist() == [0, 1, 4, 6]
+    assert packed.doc_count.tolist() == [1, 3, 2, 2]
+    assert packed.flat is tokens.flat and packed.seg_start is tokens.seg_start
+    assert fp.pack_documents(tokens, 0) is tokens

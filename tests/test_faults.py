@@ -298,7 +298,9 @@ ERROR_CASES = [
         w, "latin1_corpus.txt", data=("\n\n".join(["caf\xe9 cr\xe8me br\xfbl\xe9e ."] * 8)
                                       ).encode("latin-1"))),
      ["latin1_corpus.txt", "not UTF-8", "iconv"], ["vocab.txt", "text/train.txt"]),
-    ("from_text_one_document", lambda w, o: from_text(w, o),
+    # (a file without blank lines is one text per line by default; read as the original
+    # reads it, it is one document)
+    ("from_text_one_document", lambda w, o: from_text(w, o, line_by_line=False),
      ["1 document: too few to hold 2 out", "blank lines"], ["vocab.txt", "text/train.txt"]),
     ("from_text_budget_negative", lambda w, o: from_text(w, o, budget_minutes=-1),
      ["--budget_minutes=-1.0: must be a positive number"], ["text"]),

@@ -113,7 +113,7 @@ def test_pretraining_objectives_end_to_end(records, tmp_path, objective, archite
                    (out / "eval_results.txt").read_text().strip().splitlines())
     name = "lm" if objective == "ltr" else "masked_lm"
     assert set(results) == {"eval_steps", "global_step", "loss", f"{name}_accuracy",
-                            f"{name}_loss", f"{name}_perplexity"}
+                            f"{name}_loss", f"{name}_perplexity", f"{name}_predictions"}
     loss = float(results[f"{name}_loss"])
     assert float(results[f"{name}_perplexity"]) == pytest.approx(math.exp(loss), rel=1e-6)
     assert loss < math.log(40) - 0.5  # learnt: the records repeat one token per segment

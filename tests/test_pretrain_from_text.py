@@ -37,14 +37,45 @@ def _masked_share(path):
     return masked / real
 
 
-def test_held_out_documents_are_every_kth_and_never_trained_on():
-    documents = [[f"doc {i} line {j}" for j in range(3)] for i in range(500)]
-    train, heldout = from_text.split_documents(documents, share=0.01)
-    assert len(heldout) == 5 and len(train) == 495
-    assert not {d[0] for d in heldout} & {d[0] for d in train}
-    assert [d[0] for d in heldout] == [f"doc {i} line 0" for i in (99, 199, 299, 399, 499)]
-    with pytest.raises(ValueError, match="too few"):
+def test_held_out_documents_are_one_drawn_from_each_run_of_the_text():
+    """500 equal documents of a small text: 10% held out (its cap; the least is 4,000
+    masked tokens' worth, ~115,000 characters), one drawn from each run of ten, in the
+    text's order, never trained on; the seed draws them."""
+    documents = [[f"doc {i:03d} line {j}" for j in range(3)] for i in range(500)]
+    train, heldout = from_text.split_documents(documents, seed=1)
+    numbers = [int(d[0][4:7]) for d in heldout]
+    assert [n // 10 for n in numbers] == list(range(50))
+    assert len(train) == 450 and not {d[0] for d in heldout} & {d[0] for d in train}
+    assert [d[0] for d in train] == [d[0] for d in documents if d not in heldout]
+    assert from_text.split_documents(documents, seed=1) == (train, heldout)
+    assert from_text.split_documents(documents, seed=2)[1] != heldout
+    with pytest.raises(ValueError, match=r"too few .* \(--line_by_line\)"):
         from_text.split_documents(documents[:3])
+
+
+def test_held_out_texts_fill_the_least_and_follow_the_texts_mix():
+    """67,000 texts one per line, 100 characters each (6.8 MB): 1% would be 68,000
+    characters, under the least of 4,000 masked tokens at 15% (4,000 / 0.15 x 4.3 =
+    114,667 characters): 1,135 texts (x 101 = 114,635), one from each run of 59 or 60."""
+    texts = [[f"{i:05d} " + "x" * 94] for i in range(67000)]
+    _, heldout = from_text.split_documents(texts)
+    assert len(heldout) == 1135
+    bounds = [k * 67000 // 1135 for k in range(1136)]
+    assert all(bounds[k] <= int(d[0][:5]) < bounds[k + 1] for k, d in enumerate(heldout))
+    # Short and long documents in turn (100 and 1,000 characters): the long ones hold
+    # 1000 / 1100 = 90.9% of the text, and about as much of the held-out text (every
+    # tenth held out, as every other document is long, would take one kind only; a
+    # document as likely as its length, 99%).
+    mixed = [["s" * 99] if i % 2 else ["L" * 999] for i in range(2000)]
+    for seed in range(3):
+        _, heldout = from_text.split_documents(mixed, seed=seed)
+        long = sum(len(d[0]) + 1 for d in heldout if d[0][0] == "L")
+        assert 0.85 < long / sum(len(d[0]) + 1 for d in heldout) < 0.95
+        assert sum(len(d[0]) + 1 for d in heldout) <= 0.1 * 2000 * 550
+    # One document of 40% of the text: never held out.
+    giant = [["s" * 99]] * 300 + [["G" * 40_000]] + [["s" * 99]] * 300
+    train, heldout = from_text.split_documents(giant)
+    assert ["G" * 40_000] in train and len(heldout) == 100  # 10% of 100,100 over 100
 
 
 def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
@@ -59,6 +90,43 @@ def test_documents_are_read_as_create_pretraining_data_reads_them(tmp_path):
     latin.write_bytes("caf\xe9\n\nna\xefve\n".encode("latin-1"))
     with pytest.raises(ValueError, match="latin.txt: 2 of its 3 lines .* not UTF-8"):
         from_text.read_documents([str(first), str(latin)])
+    # Text saved as UTF-16 (Windows' "Unicode"): its bytes pass as UTF-8, but each
+    # character has a NUL beside it (the last line is the NUL after the last newline).
+    utf16 = tmp_path / "utf16.txt"
+    utf16.write_bytes("Great film.\nDull, too long.\nLoved it!\n".encode("utf-16"))
+    with pytest.raises(ValueError, match="utf16.txt: 4 of its 4 lines hold NUL bytes.*"
+                                         "iconv -f utf-16"):
+        from_text.read_documents([str(utf16)])
+
+
+def test_one_text_per_line_is_read_as_asked_or_by_the_files_layout(tmp_path):
+    """A file without a blank line between two lines of text holds one text per line
+    (each a document); blank lines before the first or after the last line, or a file of
+    one line, decide nothing; a line of spaces between two lines is a break.
+    --line_by_line=true reads every line of any file as a text (blank lines skipped);
+    false reads such a file as one document, as the original does."""
+    from data_prep import corpus
+    reviews, documents, single, edges = (tmp_path / n for n in (
+        "reviews.txt", "docs.txt", "single.txt", "edges.txt"))
+    reviews.write_bytes(b"\xef\xbb\xbfGreat film.\r\nDull, too long.\nLoved it!\n")
+    documents.write_text("One.\nTwo.\n \t\nThree.\n", encoding="utf-8")
+    single.write_text("Only one line.\n", encoding="utf-8")
+    edges.write_text("\n\nFirst.\nSecond.\n\n\n", encoding="utf-8")
+    files = [str(p) for p in (reviews, documents, single, edges)]
+    assert corpus.line_by_line_files(files) == [str(reviews), str(edges)]
+    assert corpus.line_by_line_files(files, True) == files
+    assert corpus.line_by_line_files(files, False) == []
+    assert from_text.read_documents(files, line_by_line=[str(reviews), str(edges)]) == [
+        ["\ufeffGreat film."], ["Dull, too long."], ["Loved it!"], ["One.", "Two."],
+        ["Three."], ["Only one line."], ["First."], ["Second."]]
+    assert from_text.read_documents([str(documents)], line_by_line=[str(documents)]) == [
+        ["One."], ["Two."], ["Three."]]
+    assert from_text.read_documents([str(reviews)]) == [
+        ["\ufeffGreat film.", "Dull, too long.", "Loved it!"]]
+    said = corpus.describe_line_by_line([str(reviews)], files, None)
+    assert said.startswith(f"{reviews}: no blank line between texts, so each line is read "
+                           "as one text")
+    assert corpus.describe_line_by_line([str(reviews)], files, True) is None
 
 
 def test_paragraphs_per_line_and_one_line_documents_are_warned_about_and_split(tmp_path,
@@ -286,8 +354,15 @@ def test_text_to_checkpoint_and_resume(tmp_path):
     assert _masked_share(records / "train-00.tfrecord") == pytest.approx(
         from_text.RECIPE["masked_lm_prob"], abs=0.03)
     assert _masked_share(records / "heldout.tfrecord") == pytest.approx(0.15, abs=0.03)
+    # 40 documents of about 300 characters: a small text, so 10% of it (the least for
+    # 4,000 masked tokens would be more), a few whole documents.
     heldout = (out / "text" / "heldout.txt").read_text().strip().split("\n\n")
-    assert len(heldout) == 2  # 1% of 40 documents, at least two
+    train = (out / "text" / "train.txt").read_text().strip().split("\n\n")
+    assert len(heldout) + len(train) == 40 and 2 <= len(heldout) <= 6
+    assert len("".join(heldout)) < 0.1 * len("".join(heldout + train)) + max(map(len, train))
+    # The final line's figure is over every masked token of the held-out records.
+    _, masked = _records_fill(out / "records" / "heldout.tfrecord")
+    assert f"(over {masked:,.0f} masked tokens)" in first.stderr
     # The same command again: every stage is there, training finished; nothing redone.
     again = warm_processes.run(command, cwd=str(tmp_path),
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
@@ -337,7 +412,8 @@ def _tagged_corpus(path, documents=40, seed=0):
     """Documents whose every sentence starts with the document's tag word and its place
     in the document (an ordinal): a record's segments say where they came from."""
     rng = random.Random(seed)
-    tags = [f"tag{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(documents)]
+    letters = "abcdefghiklmnoprstuw"  # those of WORDS: a tag is never [UNK]
+    tags = [f"tag{letters[i // 20]}{letters[i % 20]}" for i in range(documents)]
     docs = ["\n".join(f"{tag} {ORDINALS[j]} "
                       + " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 10))) + "."
                       for j in range(rng.randint(3, 8))) for tag in tags]
@@ -409,3 +485,65 @@ def test_sentence_order_objective_trains_on_swapped_halves_of_one_document(tmp_p
         if name.startswith("train"):  # (the held-out records: two documents' worth)
             assert 0.3 < sum(labels) / len(labels) < 0.7  # a coin for each chunk
             assert swapped > 0.6 * sum(labels)  # most of label 1: the order swapped
+
+
+def _reviews(path, texts=600, seed=0):
+    """Short texts one per line (5-14 words, one sentence each), no blank line."""
+    rng = random.Random(seed)
+    path.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 14)))
+                              + "." for _ in range(texts)) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _records_fill(path):
+    """Real tokens over positions, and masked positions, in the TFRecords at `path`."""
+    import tensorflow as tf
+    real = positions = masked = 0
+    for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
+        features = tf.train.Example.FromString(record).features.feature
+        mask = features["input_mask"].int64_list.value
+        real, positions = real + sum(mask), positions + len(mask)
+        masked += sum(features["masked_lm_weights"].float_list.value)
+    return real / positions, masked
+
+
+def test_one_text_per_line_trains_from_scratch_on_packed_sequences(tmp_path):
+    """A file of short texts one per line, no blank line (reviews, tweets): read one
+    text per line by default, said in one line; the held-out share taken in texts; the
+    texts packed into full sequences (an unpacked one-sentence text fills about a sixth
+    of a sequence of 128); the final line says how many masked tokens its accuracy is
+    over: every masked token of the held-out records. The next-sentence objective,
+    which draws pairs within a text, is refused in one line before any work."""
+    reviews = _reviews(tmp_path / "reviews.txt")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    refused = warm_processes.run(
+        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
+         f"--output_dir={tmp_path / 'nsp'}", "--objective=mlm_nsp"], cwd=str(tmp_path),
+        env=env, timeout=900)
+    assert refused.returncode == 1
+    assert "error: " in refused.stderr and "--split_sentences=" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "nsp" / "text").exists()
+    out = tmp_path / "bert"
+    run = warm_processes.run(
+        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
+         f"--output_dir={out}", "--budget_minutes=0.05"], cwd=str(tmp_path), env=env,
+        timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "no blank line between texts, so each line is read as one text" in run.stderr
+    reading = json.loads((out / "text" / "reading.json").read_text())
+    assert reading["texts"] == [reviews] and reading["line_by_line"] is None
+    heldout = (out / "text" / "heldout.txt").read_text().strip().split("\n\n")
+    assert 2 <= len(heldout) <= 61 and all("\n" not in text for text in heldout)
+    for name in ("train-00", "heldout"):
+        fill, _ = _records_fill(out / "records" / f"{name}.tfrecord")
+        assert fill > 0.6, (name, fill)
+    _, masked = _records_fill(out / "records" / "heldout.tfrecord")
+    assert f"(over {masked:,.0f} masked tokens)" in run.stderr
+    assert (out / "pretraining" / "export" / "bert_model.ckpt.index").exists()
+    # Resumed with the other reading: refused, naming the flag.
+    again = warm_processes.run(
+        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
+         f"--output_dir={out}", "--budget_minutes=0.05", "--line_by_line=false"],
+        cwd=str(tmp_path), env=env, timeout=900)
+    assert again.returncode == 1 and "--line_by_line" in again.stderr

@@ -67,7 +67,7 @@ def test_train_eval_export(data, tmp_path):
     results = dict(line.split(" = ") for line in
                    (out / "eval_results.txt").read_text().strip().splitlines())
     assert set(results) == {"eval_steps", "global_step", "loss", "masked_lm_accuracy",
-                            "masked_lm_loss", "masked_lm_perplexity",
+                            "masked_lm_loss", "masked_lm_perplexity", "masked_lm_predictions",
                             "next_sentence_accuracy", "next_sentence_loss",
                             "next_sentence_majority_accuracy"}
     assert results["global_step"] == "40" and results["eval_steps"] == "5"

@@ -9,7 +9,8 @@ fine-tuning, for `pretrain_from_text.py`; every stage calls the tool that does i
 
 `output_dir` receives:
   text/train.txt, text/heldout.txt   the documents, a share held out for evaluation
-  text/reading.json                  how the input's lines were read (split or not)
+  text/reading.json                  how the input's lines were read (one text per
+                                     line or documents; split into sentences or not)
   text/vocab_sample.txt              (a text over 32 MB) the lines the vocabulary learns from
   vocab.txt, bert_config.json        the vocabulary and the model
   records/                           the TFRecords (training, held-out)
@@ -49,13 +50,24 @@ OBJECTIVES = tuple(TRAINED_AS)
 # and a sample learns about the same pieces as the whole text. The recipe's corpus (25 MB)
 # is used whole.
 VOCAB_SAMPLE_BYTES = 32 * 2**20
-HELDOUT_SHARE = 0.01  # of the documents (at least MIN_HELDOUT), for evaluation
+# The held-out documents (`split_documents`): HELDOUT_SHARE of the text's characters,
+# but at least enough for MIN_HELDOUT_MASKED tokens masked at HELDOUT_MASKED_LM_PROB
+# (the figure the command ends with is then read over thousands of predictions, whatever
+# the size of the text), at most MAX_HELDOUT_SHARE of it; at least MIN_HELDOUT
+# documents, drawn so that every document is as likely as any other to be held out.
+HELDOUT_SHARE = 0.01
+MIN_HELDOUT_MASKED = 4000
+MAX_HELDOUT_SHARE = 0.1
 MIN_HELDOUT = 2
 HELDOUT_EVAL_BATCH = 64  # x run_pretraining's 100 evaluation batches
 # The held-out records are masked at the original's share whatever the recipe trains
 # with, so that held-out accuracy reads the same across recipes and beside published
 # figures (up to the recipe's predictions a sequence: the same input layout).
 HELDOUT_MASKED_LM_PROB = 0.15
+# The next-sentence and sentence-order objectives draw their pairs within a document:
+# texts read one per line need --split_sentences, and at least this share of them
+# must hold two sentences or more.
+MIN_PAIRED_TEXTS = 0.1
 # Largest share of a file's lines that may hold bytes that are not UTF-8 (dropped); more
 # is a binary file or another encoding: refused (create_pretraining_data.py's default).
 MAX_INVALID_UTF8_SHARE = 0.5
@@ -98,40 +110,76 @@ class Plan:
 
 
 def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
-                   split_sentences=None):
+                   split_sentences=None, line_by_line=()):
     """Documents (lists of non-empty lines, str) of text files: one sentence per line, a
-    blank line between documents, each file a new document. Lines are read as
-    `create_pretraining_data` reads them (`data_prep.corpus`: bytes that are not UTF-8
-    dropped); a file with more than `max_invalid_utf8_share` of such lines is refused
-    (`corpus.CorpusError`), and a file without text is logged. `split_sentences`: a
-    language code; each line is then split into its sentences (`data_prep.sentences`)."""
+    blank line between documents, each file a new document; in the files of
+    `line_by_line`, every non-empty line is a document (a text) of its own. Lines are
+    read as `create_pretraining_data` reads them (`data_prep.corpus`: bytes that are not
+    UTF-8 dropped); a file with more than `max_invalid_utf8_share` of such lines is
+    refused (`corpus.CorpusError`), and a file without text is logged.
+    `split_sentences`: a language code; each line is then split into its sentences
+    (`data_prep.sentences`)."""
     from data_prep import sentences
+
+    def split(line):
+        text = line.decode("utf-8")
+        return sentences.split_sentences(text, split_sentences) if split_sentences else [text]
+
+    return read_documents_by_kind(files, max_invalid_utf8_share, split_sentences,
+                                  line_by_line)[0]
+
+
+def read_documents_by_kind(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
+                           split_sentences=None, line_by_line=()):
+    """`read_documents`, and the same documents in two lists: those of the files read
+    one text per line (`line_by_line`), and the others. (all, texts, documents)."""
+    from data_prep import sentences
+
+    def split(line):
+        text = line.decode("utf-8")
+        return sentences.split_sentences(text, split_sentences) if split_sentences else [text]
+
+    texts = set(line_by_line)
     stats = corpus.CorpusStats()
-    documents = []
+    documents, kinds = [], ([], [])
     for path in files:
+        read = []
         current = []
+        with_nul = 0
         for line in corpus.iter_lines(path, stats):
-            if line and split_sentences:
-                current += sentences.split_sentences(line.decode("utf-8"), split_sentences)
+            with_nul += b"\x00" in line
+            if line and path in texts:
+                read.append(split(line))
             elif line:
-                current.append(line.decode("utf-8"))
+                current += split(line)
             elif current:
-                documents.append(current)
+                read.append(current)
                 current = []
         if current:
-            documents.append(current)
+            read.append(current)
+        lines = stats.invalid_by_file.get(path, [0, 0])[1]
+        if lines and with_nul / lines > max_invalid_utf8_share:
+            raise corpus.CorpusError(
+                f"{path}: {with_nul:,} of its {lines:,} lines hold NUL bytes, which text in "
+                f"UTF-8 never holds: is it UTF-16 (Windows' \"Unicode\")? Convert it (e.g. "
+                f"iconv -f utf-16 -t utf-8) or leave it out.")
+        read = [d for d in read if d]
+        documents += read
+        kinds[path not in texts].extend(read)
     corpus.check_text(stats.invalid_by_file, max_invalid_utf8_share, flag=None)
     for path in stats.empty_files if documents else ():  # (none at all: an error)
         logging.warning("%s: no text (every line is empty); nothing read from it.", path)
-    return documents
+    return documents, kinds[0], kinds[1]
 
 
-def layout_warnings(documents, split=False):
+def layout_warnings(documents, split=False, texts=False):
     """What the documents say of an input that is not laid out as one sentence per line
     and a blank line between documents: most of the text in lines longer than a training
     sequence holds (paragraphs), or most documents a single line (blank lines between
     paragraphs or after headings, as in WikiText). A list of messages, empty when the
-    layout looks right. `split`: the lines were split into sentences already.
+    layout looks right. `split`: the lines were split into sentences already; `texts`:
+    the documents are texts read one per line (a single line each by design), where the
+    long lines are counted.
 
     Read before the vocabulary exists, so in characters: earlier (and wider: long lines
     within longer documents too) than the count of long one-line documents that
@@ -139,8 +187,18 @@ def layout_warnings(documents, split=False):
     warnings = []
     lines = [line for document in documents for line in document]
     chars = sum(map(len, lines))
-    long_chars = sum(len(line) for line in lines if len(line) > LONG_LINE_CHARS)
-    if chars and long_chars / chars > LONG_LINE_SHARE:
+    long_lines = [line for line in lines if len(line) > LONG_LINE_CHARS]
+    long_chars = sum(map(len, long_lines))
+    if texts and long_lines:
+        warnings.append(
+            f"{len(long_lines):,} of the {len(lines):,} "
+            f"{'sentences' if split else 'texts'} ({long_chars / max(chars, 1):.0%} of the "
+            f"characters) are longer than one training sequence holds (about "
+            f"{LONG_LINE_CHARS} characters): the records keep one part of each" + (
+                "." if split else "; --split_sentences=<language code, e.g. en> splits "
+                "the texts into sentences, all of which are used (with a new "
+                "--output_dir)."))
+    elif chars and long_chars / chars > LONG_LINE_SHARE:
         warnings.append(
             f"{long_chars / chars:.0%} of the text is in lines longer than one training "
             f"sequence holds (about {LONG_LINE_CHARS} characters), and the records keep "
@@ -151,7 +209,8 @@ def layout_warnings(documents, split=False):
                 "--split_sentences=<language code, e.g. en> splits the lines (with a new "
                 "--output_dir)."))
     single = sum(len(document) == 1 for document in documents)
-    if len(documents) >= MIN_DOCUMENTS_JUDGED and single / len(documents) > ONE_LINE_SHARE:
+    if not texts and len(documents) >= MIN_DOCUMENTS_JUDGED and \
+            single / len(documents) > ONE_LINE_SHARE:
         warnings.append(
             f"{single:,} of the {len(documents):,} documents ({single / len(documents):.0%}) "
             f"are a single line. A blank line ends a document: blank lines between "
@@ -162,28 +221,94 @@ def layout_warnings(documents, split=False):
     return warnings
 
 
-def split_documents(documents, share=HELDOUT_SHARE):
-    """(training, held-out): every k-th document held out, k from `share`."""
-    held = max(MIN_HELDOUT, round(share * len(documents)))
-    if len(documents) < 2 * held:
-        raise ValueError(f"{len(documents):,} document{'s' * (len(documents) != 1)}: "
-                         f"too few to hold {held} out for evaluation (at least "
-                         f"{2 * held} are needed); separate documents by blank lines.")
-    every = len(documents) // held
-    heldout = [d for i, d in enumerate(documents) if i % every == every - 1][:held]
-    chosen = {id(d) for d in heldout}
-    return [d for d in documents if id(d) not in chosen], heldout
+def _size(document):
+    return sum(len(line) + 1 for line in document)
+
+
+def heldout_chars(total_chars, share=HELDOUT_SHARE):
+    """How many of `total_chars` characters of text to hold out (see HELDOUT_SHARE)."""
+    least = MIN_HELDOUT_MASKED / HELDOUT_MASKED_LM_PROB * CHARS_PER_TOKEN
+    return min(max(share * total_chars, least), MAX_HELDOUT_SHARE * total_chars)
+
+
+def split_documents(documents, share=HELDOUT_SHARE, seed=0):
+    """(training, held-out), each in the text's order. The held-out documents are drawn
+    one from each of as many equal runs of documents as fill `heldout_chars` on average
+    (at least MIN_HELDOUT documents; fewer runs while they hold more than
+    MAX_HELDOUT_SHARE of the text, unless that leaves fewer; a document longer than that
+    share is never held out), uniformly within its run (`seed`): every document is as
+    likely to be held out as any other, so the held-out text is the text's own mix (a
+    pattern in the documents' order, such as a list-like page every 100th, is not
+    followed), and it spreads over the whole text, whatever the documents' sizes:
+    thousands of one-line texts or a few long articles."""
+    if len(documents) < 2 * MIN_HELDOUT:
+        raise ValueError(
+            f"{len(documents):,} document{'s' * (len(documents) != 1)}: too few to hold "
+            f"{MIN_HELDOUT} out for evaluation (at least {2 * MIN_HELDOUT} are needed); "
+            f"separate documents by blank lines, or give one text per line "
+            f"(--line_by_line).")
+    sizes = [_size(d) for d in documents]
+    total = sum(sizes)
+    limit = MAX_HELDOUT_SHARE * total
+    eligible = [i for i, size in enumerate(sizes) if size <= limit]
+    if len(eligible) < 2 * MIN_HELDOUT:  # a few documents, each a large share: the smallest
+        chosen = sorted(sorted(range(len(sizes)), key=sizes.__getitem__)[:MIN_HELDOUT])
+    else:
+        mean = sum(sizes[i] for i in eligible) / len(eligible)
+        runs = min(max(MIN_HELDOUT, round(heldout_chars(total, share) / mean)),
+                   len(eligible) // 2)
+        chosen = _one_per_run(eligible, runs, seed)
+        while runs > MIN_HELDOUT and sum(sizes[i] for i in chosen) > limit:
+            runs -= 1
+            chosen = _one_per_run(eligible, runs, seed)
+    held = set(chosen)
+    return ([d for i, d in enumerate(documents) if i not in held],
+            [documents[i] for i in chosen])
+
+
+def _one_per_run(items, runs, seed):
+    """One of `items` drawn uniformly from each of `runs` equal runs of them, in order."""
+    import random
+    rng = random.Random(seed)
+    n = len(items)
+    return [items[rng.randrange(k * n // runs, (k + 1) * n // runs)] for k in range(runs)]
 
 
 def _write_documents(path, documents):
     file_io.atomic_write_text(path, "\n\n".join("\n".join(d) for d in documents) + "\n")
 
 
-def prepare_text(files, output_dir, split_sentences=None):
+def pairs_objective(objective):
+    """Whether `objective` (one of OBJECTIVES) draws sentence pairs within a document."""
+    return TRAINED_AS[objective] == "mlm_nsp"
+
+
+def _check_pairs(documents, objective, split_sentences, source):
+    """Refuses texts read one per line for an objective of sentence pairs when there is
+    no way to form them: the texts not split into sentences, or too few holding two."""
+    if not split_sentences:
+        raise ValueError(
+            f"{source}: read one text per line, and --objective={objective} draws "
+            f"sentence pairs within a text: give --split_sentences=<language code, e.g. "
+            f"en> to split each text into its sentences, or --objective=mlm.")
+    paired = sum(len(d) > 1 for d in documents)
+    if paired < MIN_PAIRED_TEXTS * len(documents):
+        raise ValueError(
+            f"{source}: {paired:,} of the {len(documents):,} texts hold two sentences or "
+            f"more, too few for --objective={objective}'s sentence pairs (at least "
+            f"{MIN_PAIRED_TEXTS:.0%} are needed): use --objective=mlm.")
+
+
+def prepare_text(files, output_dir, split_sentences=None, line_by_line=None,
+                 objective=RECIPE["objective"], seed=12345):
     """text/train.txt and text/heldout.txt (once; warned about when the input's layout
-    looks wrong: `layout_warnings`); returns their paths. text/reading.json keeps how
-    the lines were read (a resumed run that asks otherwise is refused) and the layout
-    warnings, which every rerun of the run repeats."""
+    looks wrong: `layout_warnings`); returns their paths. `line_by_line`: read every
+    file one text per line (True), none (False), or those without a blank line between
+    two lines of text (None: `corpus.line_by_line_files`), said in one line. Texts read
+    so for an objective of sentence pairs (`objective`) are refused without a way to
+    form them (`_check_pairs`); `seed` draws the held-out documents. text/reading.json
+    keeps how the lines were read (a resumed run that asks otherwise is refused) and the
+    layout warnings, which every rerun of the run repeats."""
     split_sentences = split_sentences or None
     folder = os.path.join(output_dir, "text")
     train, heldout, reading = (os.path.join(folder, name) for name in (
@@ -198,30 +323,58 @@ def prepare_text(files, output_dir, split_sentences=None):
         for warning in kept.get("layout_warnings", ()):
             logging.warning("%s (as this run read it): %s", kept.get("source", source),
                             warning)
-        kept = kept.get("split_sentences")
-        if kept != split_sentences:
-            raise ValueError(
-                f"{folder}: this run's documents were read with --split_sentences="
-                f"{kept or '(none: a sentence per line)'}, not "
-                f"{split_sentences or '(none)'}: give another --output_dir, or resume "
-                f"with the same flag.")
+        for flag, given in (("split_sentences", split_sentences),
+                            ("line_by_line", line_by_line)):
+            if kept.get(flag) != given:
+                raise ValueError(
+                    f"{folder}: this run's documents were read with --{flag}="
+                    f"{_flag_value(flag, kept.get(flag))}, not {_flag_value(flag, given)}: "
+                    f"give another --output_dir, or resume with the same flag.")
         return train, heldout
-    documents = read_documents(files, split_sentences=split_sentences)
+    texts = corpus.line_by_line_files(files, line_by_line)
+    said = corpus.describe_line_by_line(texts, files, line_by_line)
+    if said:
+        logging.warning("%s", said)
+    documents, from_texts, in_documents = read_documents_by_kind(
+        files, split_sentences=split_sentences, line_by_line=texts)
     if not documents:
         raise ValueError(f"{', '.join(files)}: no text (every line is empty).")
-    warnings = layout_warnings(documents, split=bool(split_sentences))
+    if from_texts and pairs_objective(objective):
+        _check_pairs(from_texts, objective, split_sentences, source)
+    split = bool(split_sentences)
+    warnings = layout_warnings(from_texts, split, texts=True) + \
+        (layout_warnings(in_documents, split) if in_documents else [])
     for warning in warnings:
         logging.warning("%s: %s", source, warning)
-    training, held = split_documents(documents)
+    training, held = split_documents(documents, seed=seed)
     os.makedirs(folder, exist_ok=True)
     file_io.atomic_write_text(reading, json.dumps({
-        "split_sentences": split_sentences, "source": source,
-        "layout_warnings": warnings}))
+        "split_sentences": split_sentences, "line_by_line": line_by_line,
+        "texts": texts, "source": source, "layout_warnings": warnings}))
     _write_documents(heldout, held)
     _write_documents(train, training)
-    logging.info("%d documents: %d for training, %d held out for evaluation.",
-                 len(documents), len(training), len(held))
+    logging.info("%d %s: %d for training, %d held out for evaluation (%.1f%% of the "
+                 "characters).", len(documents), "texts" if texts else "documents",
+                 len(training), len(held),
+                 100 * sum(map(_size, held)) / sum(map(_size, documents)))
     return train, heldout
+
+
+def _flag_value(flag, value):
+    if flag == "split_sentences":
+        return value or "(none: a sentence per line)"
+    return {None: "(the default: by the file's layout)", True: "true",
+            False: "false"}[value]
+
+
+def packs_texts(output_dir, objective):
+    """Whether the run's records pack texts into full sequences: its input was read one
+    text per line (text/reading.json) and `objective` trains the masked LM alone."""
+    path = os.path.join(output_dir, "text", "reading.json")
+    if pairs_objective(objective) or not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        return bool(json.load(f).get("texts"))
 
 
 def sample_lines(text_file, sample_file, max_bytes):
@@ -267,11 +420,12 @@ def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
 
 def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed,
                   masked_lm_prob=None, max_predictions_per_seq=None, sentence_order=False,
-                  recipe=RECIPE):
+                  recipe=RECIPE, pack=False):
     """The pre-training TFRecords of `text_file` (once: they appear complete or not at
     all), fast mode, masked LM as `recipe` says (or at `masked_lm_prob`, with up to
     `max_predictions_per_seq` predictions a sequence); `sentence_order`: label 1 is the
-    two segments swapped (`InstanceParams.sentence_order`)."""
+    two segments swapped (`InstanceParams.sentence_order`); `pack`: its documents (texts)
+    packed into full sequences (`fast_pretraining.pack_documents`)."""
     from data_prep import fast_pretraining
     from data_prep.pretraining_instances import InstanceParams
     if all(os.path.exists(path) for path in output_files):
@@ -285,7 +439,8 @@ def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_facto
         fast_pretraining.plan_pieces([text_file]), output_files,
         record_workers(os.path.getsize(text_file), dupe_factor),
         vocab_file=vocab_file, do_lower_case=do_lower_case, params=params,
-        dupe_factor=dupe_factor, seed=seed)
+        dupe_factor=dupe_factor, seed=seed,
+        pack_tokens=fast_pretraining.pack_tokens(params) if pack else 0)
     totals = fast_pretraining.run(jobs)
     logging.info("Wrote %d instances (%d tokens) from %s to %s.", totals["instances"],
                  totals["tokens"], text_file, os.path.dirname(output_files[0]))
@@ -423,7 +578,7 @@ def calibration_steps(budget_minutes):
 
 def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, runtime,
               objective=RECIPE["objective"], steps=CALIBRATION_STEPS, seed=0,
-              recipe=RECIPE, gradient_checkpointing=False):
+              recipe=RECIPE, gradient_checkpointing=False, pack=False):
     """Seconds per training step of the recipe on this machine: a short run of `steps`
     steps of the real training (input pipeline, model, optimizer) on `text_file` masked as
     the training records are (records written to `scratch_dir`), timed after its first
@@ -433,7 +588,7 @@ def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, ru
     from training import runner
     records = [os.path.join(scratch_dir, "calibration.tfrecord")]
     write_records(text_file, records, vocab_file, do_lower_case, 1, seed,
-                  sentence_order=objective == "mlm_sop", recipe=recipe)
+                  sentence_order=objective == "mlm_sop", recipe=recipe, pack=pack)
     task = pretraining_task(records, records, config_file, steps, 0, objective,
                             pretraining_dropout=recipe["pretraining_dropout"],
                             recipe=recipe)

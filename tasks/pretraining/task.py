@@ -278,7 +278,8 @@ class PretrainingTask(Task):
     def eval_results(self, sums):
         """The original's metrics: weighted masked-LM accuracy and mean loss, next-sentence
         accuracy and mean loss, and their total `loss`; plus the perplexity of the
-        language model (exp of its mean loss), and `next_sentence_majority_accuracy`: the
+        language model (exp of its mean loss), the number of predictions they are over
+        (`masked_lm_predictions`), and `next_sentence_majority_accuracy`: the
         accuracy of always answering the evaluation set's more frequent label (the
         records are not 50/50: as in the original, a chunk of one sentence, such as a
         one-sentence document, always gets a random next), the floor the next-sentence
@@ -286,7 +287,8 @@ class PretrainingTask(Task):
         name = self._lm_name()
         mlm_weight = max(sums["mlm_weight"], 1e-12)
         results = {f"{name}_accuracy": sums["mlm_correct"] / mlm_weight,
-                   f"{name}_loss": sums["mlm_loss"] / mlm_weight}
+                   f"{name}_loss": sums["mlm_loss"] / mlm_weight,
+                   f"{name}_predictions": sums["mlm_weight"]}
         results[f"{name}_perplexity"] = math.exp(min(results[f"{name}_loss"], 700.0))
         results["loss"] = results[f"{name}_loss"]
         if "nsp_loss" in sums:
