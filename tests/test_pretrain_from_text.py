@@ -512,18 +512,19 @@ def test_one_text_per_line_trains_from_scratch_on_packed_sequences(tmp_path):
     text per line by default, said in one line; the held-out share taken in texts; the
     texts packed into full sequences (an unpacked one-sentence text fills about a sixth
     of a sequence of 128); the final line says how many masked tokens its accuracy is
-    over: every masked token of the held-out records. The next-sentence objective,
-    which draws pairs within a text, is refused in one line before any work."""
+    over: every masked token of the held-out records. The next-sentence and
+    sentence-order objectives, which draw pairs within a text, are refused before
+    anything is written."""
     reviews = _reviews(tmp_path / "reviews.txt")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    refused = warm_processes.run(
-        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
-         f"--output_dir={tmp_path / 'nsp'}", "--objective=mlm_nsp"], cwd=str(tmp_path),
-        env=env, timeout=900)
-    assert refused.returncode == 1
-    assert "error: " in refused.stderr and "--split_sentences=" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    for objective in ("mlm_nsp", "mlm_sop"):
+        with pytest.raises(ValueError, match=f"--objective={objective} draws sentence "
+                                             "pairs within a text: give --split_sentences="):
+            from_text.prepare_text([reviews], str(tmp_path / "nsp"), objective=objective)
     assert not (tmp_path / "nsp" / "text").exists()
+    # Split into sentences, texts of one sentence each still give no pairs.
+    with pytest.raises(ValueError, match="0 of the 600 texts hold two sentences or more"):
+        from_text.prepare_text([reviews], str(tmp_path / "nsp"), "en", objective="mlm_nsp")
     out = tmp_path / "bert"
     run = warm_processes.run(
         [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
@@ -542,8 +543,5 @@ def test_one_text_per_line_trains_from_scratch_on_packed_sequences(tmp_path):
     assert f"(over {masked:,.0f} masked tokens)" in run.stderr
     assert (out / "pretraining" / "export" / "bert_model.ckpt.index").exists()
     # Resumed with the other reading: refused, naming the flag.
-    again = warm_processes.run(
-        [os.path.join(ROOT, "pretrain_from_text.py"), f"--input_text={reviews}",
-         f"--output_dir={out}", "--budget_minutes=0.05", "--line_by_line=false"],
-        cwd=str(tmp_path), env=env, timeout=900)
-    assert again.returncode == 1 and "--line_by_line" in again.stderr
+    with pytest.raises(ValueError, match="read with --line_by_line=.*not false"):
+        from_text.prepare_text([reviews], str(out), line_by_line=False)
