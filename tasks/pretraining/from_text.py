@@ -119,12 +119,6 @@ def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
     refused (`corpus.CorpusError`), and a file without text is logged.
     `split_sentences`: a language code; each line is then split into its sentences
     (`data_prep.sentences`)."""
-    from data_prep import sentences
-
-    def split(line):
-        text = line.decode("utf-8")
-        return sentences.split_sentences(text, split_sentences) if split_sentences else [text]
-
     return read_documents_by_kind(files, max_invalid_utf8_share, split_sentences,
                                   line_by_line)[0]
 
