@@ -1,8 +1,8 @@
 """Create masked-LM / next-sentence pre-training TFRecords from document text files.
 
 Pipeline position: documents (one sentence per line, blank line between documents; or
-one text per line, `--line_by_line`) -> **TFRecords** -> run_pretraining.py. Same flags and features as the original release's
-script, in two modes:
+one text per line, `--line_by_line`) -> **TFRecords** -> run_pretraining.py. Same flags and
+features as the original release's script, in two modes:
 
   --mode=original  the original's output, instance for instance (one process; faster only
                    through C++ tokenization);

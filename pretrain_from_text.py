@@ -19,9 +19,8 @@ the fine-tuning scripts. Every stage is the project's own tool (`build_vocab`,
 
 The input: text files, one sentence per line, a blank line between documents; or one text
 per line (reviews, tweets, abstracts: `--line_by_line`, the default for a file without a
-blank line). The output
-folder gets vocab.txt, bert_config.json, the TFRecords and the run; the checkpoint to
-fine-tune is output_dir/pretraining/export/bert_model.ckpt.
+blank line). The output folder gets vocab.txt, bert_config.json, the TFRecords and the
+run; the checkpoint to fine-tune is output_dir/pretraining/export/bert_model.ckpt.
 """
 
 import dataclasses

@@ -81,11 +81,7 @@ def read_piece(piece, stats):
     if piece.line_by_line:
         yield from _read_lines(piece, stats)
         return
-    try:
-        f = file_io.open_binary(piece.path)
-    except OSError as e:
-        raise corpus.CorpusError(f"{piece.path}: cannot read the input file ({e}).") from e
-    with f:
+    with _open(piece) as f:
         f.seek(piece.start)
         if piece.start > 0:
             # The byte before the start decides whether we begin on a fresh line.
@@ -111,13 +107,16 @@ def read_piece(piece, stats):
             yield line
 
 
-def _read_lines(piece, stats):
-    """`read_piece` of a file read one text per line."""
+def _open(piece):
     try:
-        f = file_io.open_binary(piece.path)
+        return file_io.open_binary(piece.path)
     except OSError as e:
         raise corpus.CorpusError(f"{piece.path}: cannot read the input file ({e}).") from e
-    with f:
+
+
+def _read_lines(piece, stats):
+    """`read_piece` of a file read one text per line."""
+    with _open(piece) as f:
         if piece.start > 0:
             f.seek(piece.start - 1)
             if f.read(1) != b"\n":
