@@ -54,8 +54,9 @@ class FromTextSettings(Casing):
                               "sentence per line, a blank line between documents; or one "
                               "text per line (--line_by_line).")
     output_dir: str = setting(help="Where the vocabulary, records and run go.")
-    budget_minutes: float = setting(60.0, help="Minutes of pre-training (the stages before "
-                                    "it take a few more).")
+    budget_minutes: float = setting(60.0, help="Minutes of pre-training, its steps counted "
+                                    "from its own speed (the stages before it take a few "
+                                    "more).")
     objective: Optional[str] = setting(
         None, choices=OBJECTIVES, help="Pre-training objective: the masked LM alone (mlm), "
         "with next-sentence prediction (mlm_nsp, the original's), or with sentence-order "
@@ -256,8 +257,9 @@ def main(_):
                             plan.dupe_factor, FLAGS.seed,
                             sentence_order=sentence_order, recipe=recipe, pack=pack)
     say(f"      {records_dir}")
-    say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes; progress in "
-        f"{os.path.join(out, 'log.txt')})")
+    say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes, the steps counted again "
+        f"from its own during warm-up; progress in {os.path.join(out, 'log.txt')})")
+    training_start = time.time()
     head_steps = adaptation.new_head_steps(plan.num_train_steps) if adapting and \
         not adaptation.kept_start(out).get("has_head", True) else 0
     if head_steps:
@@ -265,6 +267,8 @@ def main(_):
         init_checkpoint = adaptation.train_new_head(out, records, heldout_records,
                                                     config_file, init_checkpoint,
                                                     head_steps, runtime, recipe)
+    budget = from_text.time_budget(out, plan, training_start + FLAGS.budget_minutes * 60,
+                                   head_steps)
     task = from_text.pretraining_task(records, heldout_records, config_file,
                                       plan.num_train_steps - head_steps,
                                       plan.num_warmup_steps,
@@ -274,10 +278,14 @@ def main(_):
     result = runner.run(task, from_text.trainer_config(
         os.path.join(out, "pretraining"), plan.num_train_steps - head_steps, recipe,
         gradient_checkpointing=FLAGS.gradient_checkpointing), runtime, do_train=True,
-        do_eval=True)
+        do_eval=True, time_budget=budget)
     export = os.path.join(out, "pretraining", "export")
     results = result.eval_results or {}
-    say(f"\nDone in {(time.time() - start) / 60:.1f} minutes. Held-out masked-LM accuracy "
+    steps = int(results.get("global_step", 0)) + head_steps
+    trained = (f" in {(budget.last_loop_end - training_start) / 60:.1f} minutes"
+               if budget.last_loop_end else " (resumed)")
+    say(f"\nDone in {(time.time() - start) / 60:.1f} minutes: {steps:,} steps of "
+        f"pre-training{trained}. Held-out masked-LM accuracy "
         f"{results.get('masked_lm_accuracy', float('nan')):.1%}, perplexity "
         f"{results.get('masked_lm_perplexity', float('nan')):.1f} (over "
         f"{results.get('masked_lm_predictions', 0):,.0f} masked tokens).")

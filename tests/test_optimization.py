@@ -25,6 +25,19 @@ def test_schedule_value_by_value():
     np.testing.assert_allclose(got, want, atol=1e-7)
 
 
+def test_a_resized_schedule_decays_to_its_new_end_in_a_step_already_traced():
+    import tensorflow as tf
+    schedule = WarmupLinearDecay(1.0, num_train_steps=10, num_warmup_steps=4)
+    rate = tf.function(lambda step: schedule(step))
+    assert float(rate(tf.constant(6))) == pytest.approx(0.4)
+    schedule.resize(20)  # warm-up as before; then 1 - g/20
+    got = [float(rate(tf.constant(step))) for step in (2, 4, 6, 19, 20, 25)]
+    np.testing.assert_allclose(got, [0.5, 0.8, 0.7, 0.05, 0.0, 0.0], atol=1e-7)
+    assert schedule.get_config()["num_train_steps"] == 20
+    with pytest.raises(ValueError, match="stable steps"):
+        WarmupLinearDecay(1.0, num_train_steps=10, num_stable_steps=5).resize(5)
+
+
 def test_schedule_without_warmup_starts_at_peak():
     schedule = WarmupLinearDecay(2e-5, num_train_steps=4, num_warmup_steps=0)
     np.testing.assert_allclose([float(schedule(s)) for s in range(5)],

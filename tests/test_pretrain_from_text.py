@@ -254,6 +254,26 @@ def test_the_plan_fits_the_budget_and_is_kept(tmp_path):
     assert from_text.kept_plan(str(tmp_path)).dtype == "float32"
 
 
+def test_the_steps_counted_in_training_are_the_plan_a_resumed_run_keeps(tmp_path):
+    """Calibrated at 1.5 s a step (another process was busy), a 30-minute plan of 1,200
+    steps; the training's own steps take 1.0 s: at step 229 (the end of warm-up), with
+    1,611 s left, 229 + 1,611 steps; an adaptation's 50 new-head steps came first and
+    count in the plan."""
+    plan = from_text.choose_plan(str(tmp_path), 30, 10_000_000, seconds_per_step=1.5)
+    assert (plan.num_train_steps, plan.num_warmup_steps) == (1200, 229)
+    times = iter([60.0, 120.0, 189.0])
+    budget = from_text.time_budget(str(tmp_path), plan, deadline=30 * 60.0, head_steps=50)
+    budget.clock = lambda: next(times)
+    budget.resize(100, 1150, first_loop=True)
+    budget.resize(160, 1150)  # 60 steps in 60 s
+    assert budget.resize(229, 1840) == 229 + 1611
+    kept = from_text.kept_plan(str(tmp_path))
+    assert kept.num_train_steps == 50 + 229 + 1611 and kept.seconds_per_step == 1.0
+    assert (kept.num_warmup_steps, kept.dupe_factor) == (229, plan.dupe_factor)
+    record = json.loads((tmp_path / "recipe.json").read_text())
+    assert record["calibrated"] == {"num_train_steps": 1200, "seconds_per_step": 1.5}
+
+
 def test_a_budget_too_short_for_this_machine_is_warned_about(tmp_path):
     """On a CPU 3.4 times slower than 2 AVX2 cores, the hour buys 1,125 steps, under
     twice the recipe's escape from the plateau: said before the run, with the minutes
@@ -369,6 +389,10 @@ def test_text_to_checkpoint_and_resume(tmp_path):
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "training already finished" in (out / "log.txt").read_text()
+    steps = recipe["plan"]["num_train_steps"]
+    assert re.search(rf"\n\nDone in [\d.]+ minutes: {steps:,} steps of pre-training in "
+                     rf"[\d.]+ minutes\. Held-out", first.stderr), first.stderr[-800:]
+    assert f"{steps:,} steps of pre-training (resumed)." in again.stderr
     assert json.loads((out / "recipe.json").read_text()) == recipe
     # Resumed with the other objective or precision: refused, naming the file and the fix.
     for changed in ("--objective=mlm", "--dtype=bfloat16"):

@@ -17,6 +17,7 @@ from tasks.pretraining.input import pretraining_dataset
 from training import metrics_log
 from training.loop import Trainer, TrainingDivergedError, log_interval
 from training.optimizers import _PreReducedGradients, create_optimizer
+from training.time_budget import TimeBudget
 
 SEQ, PRED = 24, 4
 
@@ -123,6 +124,41 @@ def test_a_short_run_logs_its_progress_all_along(records, tmp_path):
     events = [e for e in metrics_log.read(str(tmp_path / "metrics.jsonl"))
               if e["event"] == "train"]
     assert [e["step"] for e in events] == logged and events[0]["eta_seconds"] > 0
+
+
+def test_a_time_budget_resizes_the_run_and_its_decay_before_warmup_ends(records, tmp_path):
+    """Planned for 20 steps with 10 of warm-up; the clock says steps 5-10 took 1 s each and
+    30 s are left at step 10: the run trains 40 steps, its rate after warm-up on the line
+    that reaches 0 at step 40 (the original's formula, by hand); a resumed run keeps it."""
+    times = iter([0.0, 5.0])
+    told = []
+    budget = TimeBudget(deadline=35.0, fixed_from=10, clock=lambda: next(times, 99.0),
+                        on_resize=lambda total, seconds: told.append((total, seconds)))
+    model = _model()
+    optimizer = create_optimizer(model, 1e-3, 20, 10)
+    trainer = Trainer(tf.distribute.get_strategy(), model, PretrainingTask(), optimizer,
+                      str(tmp_path))
+    rates = {}
+    trainer.train(_train_fn(records), 20, steps_per_loop=5, save_checkpoints_steps=100,
+                  log_steps=0, hooks=[lambda step, logs: rates.update({step: logs[
+                      "learning_rate"]})], time_budget=budget)
+    assert told == [(40, 1.0)] and int(trainer.global_step.numpy()) == 40
+    assert sorted(rates) == [5, 10, 15, 20, 25, 30, 35, 40]
+    # The rate logged after a loop is the next step's: warm-up 5/10, then 1 - g/40.
+    want = {5: 0.5e-3, 15: 0.625e-3, 20: 0.5e-3, 30: 0.25e-3, 40: 0.0}
+    np.testing.assert_allclose([rates[g] for g in want], list(want.values()), rtol=1e-6,
+                               atol=1e-12)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-40")
+    # The same weights as a run planned for 40 steps from the start.
+    straight = _model()
+    Trainer(tf.distribute.get_strategy(), straight, PretrainingTask(),
+            create_optimizer(straight, 1e-3, 40, 10), str(tmp_path / "straight")).train(
+        _train_fn(records), 40, steps_per_loop=5, save_checkpoints_steps=100, log_steps=0)
+    for a, b in zip(_weights(straight), _weights(model)):
+        np.testing.assert_array_equal(a, b)
+    events = [e for e in metrics_log.read(str(tmp_path / "metrics.jsonl"))
+              if e["event"] == "train"]
+    assert events[1]["total_steps"] == 20 and events[2]["total_steps"] == 40
 
 
 def test_log_interval():

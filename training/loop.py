@@ -23,6 +23,8 @@ tokens/s, time left), the same as a JSON line in `model_dir/metrics.jsonl`
 (`training.metrics_log`), TensorBoard summaries in `model_dir/train`, and a checkpoint
 every `save_checkpoints_steps` (see `training.checkpointing`). Rerunning the same command
 restores the newest checkpoint, data position included, and stops at the same step.
+A run given a `training.time_budget.TimeBudget` re-counts its steps to the budget's
+deadline at the ends of its loops during warm-up, and resizes the schedule to them.
 """
 
 import contextlib
@@ -49,6 +51,7 @@ from serving.length_groups import row_lengths
 from text.packing import padded_length
 from training import checkpointing, metrics_log, preemption, run_flags
 from training.distribution import is_chief, worker_index
+from training.optimizers import schedule_of
 from training.task import static_shapes_needed
 
 
@@ -364,7 +367,7 @@ class Trainer:
 
     def train(self, dataset_fn, num_train_steps, steps_per_loop=1000,
               save_checkpoints_steps=1000, log_steps=100, global_batch_size=None,
-              hooks=(), flag_record=None):
+              hooks=(), flag_record=None, time_budget=None):
         """Trains until `global_step == num_train_steps`, resuming from the newest
         checkpoint in `model_dir` if there is one.
 
@@ -377,6 +380,8 @@ class Trainer:
             flag_record: {flag: value} the run was started with
                 (`training.run_flags.flag_values`): kept in `model_dir`, and a resumed
                 run whose flags differ says which.
+            time_budget: a `training.time_budget.TimeBudget` that sizes a run started at
+                step 0 (a resumed run keeps `num_train_steps`).
 
         Returns:
             dict of the last loop's logs (empty if there was nothing to do).
@@ -398,6 +403,10 @@ class Trainer:
             logging.info("Step %d of %d: training already finished.", step, num_train_steps)
             return {}
         logging.info("Training from step %d to %d.", step, num_train_steps)
+        if time_budget is not None and step:
+            logging.info("A resumed run keeps its %d steps (the time budget sized the run "
+                         "when it started).", num_train_steps)
+            time_budget = None
         self._metrics = (metrics_log.MetricsLog(self.model_dir) if is_chief(self.strategy)
                          else None)
         self._started = (time.perf_counter(), step)
@@ -406,7 +415,7 @@ class Trainer:
         with preemption.SignalWatch(lambda: self._stop_requested.assign(True)) as watch:
             return self._train_loops(iterator, manager, watch, step, num_train_steps,
                                      steps_per_loop, save_checkpoints_steps, log_steps,
-                                     global_batch_size, hooks)
+                                     global_batch_size, hooks, time_budget)
 
     def _restore(self, flag_record):
         """Restores the newest checkpoint (every worker from the chief's), checks and
@@ -433,17 +442,22 @@ class Trainer:
         return manager, step
 
     def _train_loops(self, iterator, manager, watch, step, num_train_steps, steps_per_loop,
-                     save_checkpoints_steps, log_steps, global_batch_size, hooks):
+                     save_checkpoints_steps, log_steps, global_batch_size, hooks,
+                     time_budget=None):
         """Device loops from `step` to `num_train_steps`, each ending at the next
-        boundary (a log, a save, the loop length, the end); returns the last logs."""
+        boundary (a log, a save, the loop length, the end of a budget's count); returns
+        the last logs."""
         steps_in_run = num_train_steps - step
         log_every = log_interval(log_steps, steps_in_run)
         logs = {}
+        first_loop = True
         while step < num_train_steps:
             boundaries = [num_train_steps, step + steps_per_loop,
                           (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
             if log_every:
                 boundaries.append((step // log_every + 1) * log_every)
+            if time_budget is not None and time_budget.boundary(step) is not None:
+                boundaries.append(time_budget.boundary(step))
             start = time.perf_counter()
             with explained_input_errors(self.task), \
                     function_call_options(self._call_options):
@@ -468,7 +482,22 @@ class Trainer:
                 self._save(manager, step)
             for hook in hooks:
                 hook(step, logs)
+            if time_budget is not None:
+                num_train_steps = self._resize(time_budget, step, num_train_steps,
+                                               first_loop)
+            first_loop = False
         return logs
+
+    def _resize(self, time_budget, step, num_train_steps, first_loop):
+        """The run's total after a loop ending at `step`, as `time_budget` counts it; the
+        schedule follows it."""
+        resized = time_budget.resize(step, num_train_steps, first_loop)
+        if resized != num_train_steps:
+            logging.info("Step %d: %.2f s a step measured in training: %d steps end the run "
+                         "in its time budget (it was %d).", step,
+                         time_budget.seconds_per_step, resized, num_train_steps)
+            schedule_of(self.optimizer).resize(resized)
+        return resized
 
     def _divergence_advice(self):
         """What may have made the loss non-finite, for this run: its learning rate at

@@ -310,3 +310,10 @@ def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps,
     if loss_scale:
         opt = keras.optimizers.LossScaleOptimizer(opt)
     return opt
+
+
+def schedule_of(optimizer):
+    """The `WarmupLinearDecay` an optimizer of `create_optimizer` follows."""
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        optimizer = optimizer.inner_optimizer
+    return optimizer._learning_rate  # where Keras keeps the schedule it was given

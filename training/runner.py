@@ -260,8 +260,10 @@ def make_optimizer(model, trainer, num_train_steps, num_warmup_steps, loss_scale
                             num_stable_steps=int(trainer.lr_stable_share * num_train_steps))
 
 
-def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, hooks=()):
-    """Trains `model` on `task` to its last step, resuming from `trainer.output_dir`.
+def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, hooks=(),
+          time_budget=None):
+    """Trains `model` on `task` to its last step (or the step `time_budget` counts),
+    resuming from `trainer.output_dir`.
 
     Returns:
         (the last training loop's logs, the `BestCheckpointKeeper` or None).
@@ -291,12 +293,13 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
         save_checkpoints_steps=trainer.save_checkpoints_steps, log_steps=trainer.log_steps,
         global_batch_size=trainer.train_batch_size,
         hooks=task.training_hooks() + ([keeper] if keeper else []) + list(hooks),
-        flag_record=run_flags.recorded_values(runtime, trainer, task.config))
+        flag_record=run_flags.recorded_values(runtime, trainer, task.config),
+        time_budget=time_budget)
     return logs, keeper
 
 
 def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False,
-        do_predict=False, hooks=(), prepared=False):
+        do_predict=False, hooks=(), prepared=False, time_budget=None):
     """Runs `task`'s stages (see the module docstring).
 
     Args:
@@ -308,6 +311,8 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
             loop's checkpoint and its evaluation, with `do_eval`).
         prepared: bool. `task.prepare` was called already for these stages (a grid's
             runs share one task's inputs, `training.grid`).
+        time_budget: a `training.time_budget.TimeBudget`: training sizes its steps to
+            the budget's deadline during warm-up (a run started at step 0).
 
     Returns:
         `RunResult`.
@@ -315,12 +320,18 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     if not (do_train or do_eval or do_predict or trainer.export_dir):
         raise ValueError("Nothing to do: set do_train, do_eval, do_predict or export_dir.")
     with distribution.kept_precision():  # --dtype holds for this run only
-        return _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared)
+        return _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared,
+                    time_budget)
 
 
-def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared):
+def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared,
+         time_budget):
     bert_config = model_config(task)
     strategy, loss_scale = distribution.set_up(runtime)
+    if time_budget is not None and getattr(strategy.extended, "_num_workers", 1) > 1:
+        # Each worker's clock would count its own total, and the workers would part.
+        raise ValueError("A time budget sizes a run on one machine; give several workers "
+                         "--num_train_steps instead.")
     file_io.makedirs(trainer.output_dir)
     if not distribution.is_chief(strategy):
         return _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale,
@@ -329,7 +340,7 @@ def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared)
         if do_train:
             _start_or_resume(task, trainer, runtime, lock)
         return _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale,
-                           do_train, do_eval, do_predict, hooks, prepared)
+                           do_train, do_eval, do_predict, hooks, prepared, time_budget)
 
 
 def _start_or_resume(task, trainer, runtime, lock):
@@ -392,7 +403,7 @@ def _check_int8(task, export_dir):
 
 
 def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_train,
-                do_eval, do_predict, hooks, prepared):
+                do_eval, do_predict, hooks, prepared, time_budget=None):
     output_dir = trainer.output_dir
     if not prepared:
         task.prepare(output_dir, do_train=do_train, do_eval=do_eval, do_predict=do_predict)
@@ -416,7 +427,8 @@ def _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale, do_tr
     keeper = None
     if do_train:
         result.train_logs, keeper = train(task, model, trainer, runtime, strategy,
-                                          loss_scale, keep_best=do_eval, hooks=hooks)
+                                          loss_scale, keep_best=do_eval, hooks=hooks,
+                                          time_budget=time_budget)
     step = checkpoint_step(output_dir) if do_train else checkpointing.step_of(restored)
     if do_eval and (chief or task.evaluate_on_every_worker):
         result.eval_results = _evaluate(task, model, strategy, output_dir, step, keeper,

@@ -2,10 +2,12 @@
 (optionally after a stable phase at the peak).
 
 Pipeline position: built by `training.optimizers.create_optimizer` for pre-training and
-every fine-tuning task.
+every fine-tuning task; `training.loop.Trainer` may `resize` it during warm-up (a run
+sized to a time budget, `training.time_budget`).
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 
@@ -27,6 +29,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     s = 0 is the original's line above.
 
+    `resize(n)` moves the end of the decay to step n in a step already traced (the total
+    is read from a variable): a run sized to a time budget does so before its warm-up
+    ends, so no rate it has applied changes.
+
     Args:
         learning_rate: float. Peak rate.
         num_train_steps: int. The rate reaches 0 here.
@@ -47,10 +53,20 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.num_train_steps = int(num_train_steps)
         self.num_warmup_steps = int(num_warmup_steps)
         self.num_stable_steps = int(num_stable_steps)
+        self._total = tf.Variable(float(self.num_train_steps), trainable=False,
+                                  dtype=tf.float32, name="num_train_steps")
+
+    def resize(self, num_train_steps):
+        """The rate reaches 0 at `num_train_steps` from now on."""
+        if not self.num_stable_steps < num_train_steps:
+            raise ValueError(f"num_train_steps must be more than the {self.num_stable_steps} "
+                             f"stable steps, got {num_train_steps}.")
+        self.num_train_steps = int(num_train_steps)
+        self._total.assign(float(self.num_train_steps))
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        total = float(self.num_train_steps)
+        total = self._total  # float32, as the original's float(num_train_steps) constant
         if self.num_stable_steps:
             left = (total - ops.minimum(step, total)) / (total - self.num_stable_steps)
             decayed = self.learning_rate * ops.minimum(1.0, left)

@@ -76,6 +76,8 @@ MAX_INVALID_UTF8_SHARE = 0.5
 # shorter budget times 10. The rate is the median of the logged windows after the first
 # (which traces).
 CALIBRATION_STEPS = 20
+# A plan trains at least MIN_PLAN_STEPS, however short its budget.
+MIN_PLAN_STEPS = 10
 SHORT_CALIBRATION_STEPS = 10
 SHORT_BUDGET_MINUTES = 30
 LOG_EVERY_CALIBRATION = 5
@@ -486,7 +488,7 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
     the corpus is masked (duplicates, as `--dupe_factor`) so that training sees each
     instance about once; written to recipe.json, so that a resumed run keeps its
     schedule."""
-    steps = max(10, int(budget_minutes * 60 / seconds_per_step))
+    steps = max(MIN_PLAN_STEPS, int(budget_minutes * 60 / seconds_per_step))
     sequences = steps * recipe["train_batch_size"]
     per_duplicate = max(1.0, text_bytes / CHARS_PER_TOKEN / (recipe["max_seq_length"] - 8))
     dupe = int(min(recipe["max_dupe_factor"], max(1, math.ceil(sequences / per_duplicate))))
@@ -498,6 +500,32 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
         {"recipe": dict(recipe, objective=objective), "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
     return chosen
+
+
+def time_budget(output_dir, plan, deadline, head_steps=0):
+    """The `training.time_budget.TimeBudget` that ends the pre-training at `deadline`
+    (`time.time()` seconds): the plan's steps re-counted from the step time measured in
+    training until its warm-up ends, each count written to recipe.json (`resize_plan`), so
+    that a resumed run keeps it. `head_steps`: the plan's steps trained before this run
+    (an adaptation's new head)."""
+    from training.time_budget import TimeBudget
+    return TimeBudget(deadline, plan.num_warmup_steps,
+                      min_steps=MIN_PLAN_STEPS - head_steps,
+                      on_resize=lambda steps, seconds:
+                      resize_plan(output_dir, steps + head_steps, seconds))
+
+
+def resize_plan(output_dir, num_train_steps, seconds_per_step):
+    """recipe.json's plan with the steps counted in training and the rate they were
+    counted at; the calibration's are kept beside it ("calibrated")."""
+    path = os.path.join(output_dir, "recipe.json")
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    record.setdefault("calibrated", {name: record["plan"][name] for name in
+                                     ("num_train_steps", "seconds_per_step")})
+    record["plan"].update(num_train_steps=int(num_train_steps),
+                          seconds_per_step=round(seconds_per_step, 4))
+    file_io.atomic_write_text(path, json.dumps(record, indent=1))
 
 
 def shortfall(plan):
