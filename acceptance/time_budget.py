@@ -3,8 +3,8 @@ calibration (stage 3, the step timed to plan the run) was disturbed?
 
 For each budget, the command a user runs (from scratch on WikiText-2's test and validation
 text, default flags) runs alone, and again with `--load_processes` busy processes started
-when its calibration starts and stopped when its training starts (another job on the
-machine for half a minute). The minutes trained (from the start of stage 5 to the end of
+when its calibration starts and stopped when it goes on to write its records (another job
+on the machine for half a minute). The minutes trained (from the start of stage 5 to the end of
 its last step, as the command's final line says them) are held to the budget within
 `--tolerance`; the table says the calibrated plan beside the steps trained.
 
@@ -37,7 +37,7 @@ class Settings(harness.SharedData, harness.WorkDir):
     """The flags of this check (`python -m acceptance.time_budget --help`)."""
     budgets: str = setting("5,30", help="Budgets (--budget_minutes), comma-separated.")
     loads: str = setting(",".join(LOADS), help="none: the command alone; calibration: "
-                         "busy processes from its stage 3 to its stage 5.")
+                         "busy processes from its stage 3 to its stage 4.")
     load_processes: int = setting(2, help="Busy processes of the load (a core each).")
     tolerance: float = setting(0.05, help="Largest share of the budget the minutes trained "
                                "may miss it by.")
@@ -50,7 +50,7 @@ def busy_processes(count):
 
 
 def pretrain(text, out, budget, load_processes):
-    """Runs the command, loaded from its stage 3 to its stage 5 when `load_processes`;
+    """Runs the command, loaded from its stage 3 to its stage 4 when `load_processes`;
     returns its stderr."""
     command = [sys.executable, os.path.join(ROOT, "pretrain_from_text.py"),
                f"--input_text={text}", f"--output_dir={out}", f"--budget_minutes={budget:g}"]

@@ -264,7 +264,7 @@ def test_the_steps_counted_in_training_are_the_plan_a_resumed_run_keeps(tmp_path
     times = iter([60.0, 120.0, 189.0])
     budget = from_text.time_budget(str(tmp_path), plan, deadline=30 * 60.0, head_steps=50)
     budget.clock = lambda: next(times)
-    budget.resize(100, 1150, first_loop=True)
+    budget.resize(100, 1150)
     budget.resize(160, 1150)  # 60 steps in 60 s
     assert budget.resize(229, 1840) == 229 + 1611
     kept = from_text.kept_plan(str(tmp_path))

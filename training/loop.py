@@ -450,14 +450,14 @@ class Trainer:
         steps_in_run = num_train_steps - step
         log_every = log_interval(log_steps, steps_in_run)
         logs = {}
-        first_loop = True
         while step < num_train_steps:
             boundaries = [num_train_steps, step + steps_per_loop,
                           (step // save_checkpoints_steps + 1) * save_checkpoints_steps]
             if log_every:
                 boundaries.append((step // log_every + 1) * log_every)
-            if time_budget is not None and time_budget.boundary(step) is not None:
-                boundaries.append(time_budget.boundary(step))
+            counted_at = time_budget.boundary(step) if time_budget is not None else None
+            if counted_at is not None:
+                boundaries.append(counted_at)
             start = time.perf_counter()
             with explained_input_errors(self.task), \
                     function_call_options(self._call_options):
@@ -483,15 +483,13 @@ class Trainer:
             for hook in hooks:
                 hook(step, logs)
             if time_budget is not None:
-                num_train_steps = self._resize(time_budget, step, num_train_steps,
-                                               first_loop)
-            first_loop = False
+                num_train_steps = self._resize(time_budget, step, num_train_steps)
         return logs
 
-    def _resize(self, time_budget, step, num_train_steps, first_loop):
+    def _resize(self, time_budget, step, num_train_steps):
         """The run's total after a loop ending at `step`, as `time_budget` counts it; the
         schedule follows it."""
-        resized = time_budget.resize(step, num_train_steps, first_loop)
+        resized = time_budget.resize(step, num_train_steps)
         if resized != num_train_steps:
             logging.info("Step %d: %.2f s a step measured in training: %d steps end the run "
                          "in its time budget (it was %d).", step,

@@ -14,7 +14,8 @@ import time
 class TimeBudget:
     """Counts the steps that end a run at `deadline`.
 
-    After each training loop the trainer calls `resize(step, total)`; until `fixed_from`
+    After each training loop the trainer calls `resize(step, total)` (the first call
+    is the run's first loop, which traced); until `fixed_from`
     (the end of warm-up: from there the decay depends on the total) the answer is the step
     reached plus the steps the time left buys at the measured rate. The rate is measured
     over the recent half of the steps since the first loop (which traces the step, and so
@@ -40,21 +41,21 @@ class TimeBudget:
         self.clock = clock
         self.seconds_per_step = None  # the last rate measured
         self.last_loop_end = None  # clock() at the end of the last loop
-        self._ends = []  # (step, clock()) at the end of each loop after the first
+        self._ends = []  # (step, clock()) at the end of each loop until fixed_from
 
     def boundary(self, step):
         """A step the next loop should end at, so that the total is counted once more
         before it is fixed (None: it is fixed)."""
         return self.fixed_from if step < self.fixed_from else None
 
-    def resize(self, step, total, first_loop=False):
-        """The run's total steps after a loop ending at `step` (`first_loop`: the run's
-        first, which traced); `total` while the total is fixed or unmeasured."""
+    def resize(self, step, total):
+        """The run's total steps after a loop ending at `step`; `total` while the total
+        is fixed or unmeasured."""
         now = self.last_loop_end = self.clock()
-        if first_loop:
+        if not self._ends:  # the first loop: its time is the trace's
             self._ends = [(step, now)]
             return total
-        if step > self.fixed_from or not self._ends:
+        if step > self.fixed_from:
             return total
         self._ends.append((step, now))
         first_step = self._ends[0][0]
