@@ -32,9 +32,10 @@ def adamw(model, learning_rate):
           "weight_decay": 0.0}], lr=learning_rate, eps=RECIPE["eps"])
 
 
-def train(model, loader, learning_rate, epochs=1.0):
+def train(model, loader, learning_rate, epochs=1.0, loss_of=None):
     """Fine-tunes `model` over `loader` (batches of model keyword arguments with labels)
-    for `epochs`; returns the loop's seconds."""
+    for `epochs`; returns the loop's seconds. `loss_of(outputs, labels)`: a loss of the
+    user's own (the model's by default), as a `Trainer.compute_loss` override gives."""
     import torch
     import transformers
     steps = max(1, int(len(loader) * epochs))
@@ -45,7 +46,11 @@ def train(model, loader, learning_rate, epochs=1.0):
     start, step = time.perf_counter(), 0
     while step < steps:
         for batch in loader:
-            model(**batch).loss.backward()
+            if loss_of is None:
+                model(**batch).loss.backward()
+            else:
+                labels = batch.pop("labels")
+                loss_of(model(**batch), labels).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["clip_norm"])
             optimizer.step()
             schedule.step()
@@ -58,8 +63,10 @@ def train(model, loader, learning_rate, epochs=1.0):
 
 
 def sequence_classification(model_dir, train_rows, dev_rows, max_seq_length, batch_size,
-                            learning_rate):
-    """SST-2 style [text, label] rows -> (loop seconds, {"accuracy": dev accuracy})."""
+                            learning_rate, class_weights=None):
+    """SST-2 style [text, label] rows -> (loop seconds, {"accuracy": dev accuracy, and each
+    label's recall and the macro F1}). `class_weights`: one per label, the loss PyTorch's
+    weighted cross-entropy (what Hugging Face users put in a `compute_loss` override)."""
     import torch
     import transformers
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
@@ -69,16 +76,25 @@ def sequence_classification(model_dir, train_rows, dev_rows, max_seq_length, bat
     loader = torch.utils.data.DataLoader(
         encoded, batch_size=batch_size, shuffle=True, drop_last=True,
         collate_fn=transformers.DataCollatorWithPadding(tokenizer))
-    seconds = train(model, loader, learning_rate)
-    correct = 0
+    loss_of = None
+    if class_weights is not None:
+        weighted = torch.nn.CrossEntropyLoss(weight=torch.tensor(class_weights,
+                                                                 dtype=torch.float32))
+
+        def loss_of(outputs, labels):
+            return weighted(outputs.logits, labels)
+    seconds = train(model, loader, learning_rate, loss_of=loss_of)
+    predicted = []
     with torch.inference_mode():
         for i in range(0, len(dev_rows), 64):
             rows = dev_rows[i:i + 64]
             enc = tokenizer([r[0] for r in rows], padding=True, truncation=True,
                             max_length=max_seq_length, return_tensors="pt")
-            predicted = model(**enc).logits.argmax(-1).numpy()
-            correct += int((predicted == np.array([int(r[1]) for r in rows])).sum())
-    return seconds, {"accuracy": correct / len(dev_rows)}
+            predicted.extend(model(**enc).logits.argmax(-1).tolist())
+    from tasks.classification import metrics
+    labels = np.array([int(r[1]) for r in dev_rows])
+    return seconds, dict(metrics.per_label(predicted, labels, ["0", "1"]),
+                         accuracy=metrics.accuracy(predicted, labels))
 
 
 def token_classification(model_dir, train_sentences, dev_sentences, max_seq_length,

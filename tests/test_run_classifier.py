@@ -35,14 +35,17 @@ def test_metrics_against_hand_computed_values():
     probabilities = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6]])
     assert m.task_metrics("MRPC", probabilities, np.array([1, 1, 1])) == pytest.approx(
         {"accuracy": 2 / 3, "f1": 0.8, "acc_and_f1": (2 / 3 + 0.8) / 2,
-         "majority_class_accuracy": 1.0, "majority_class_f1": 1.0})
+         "majority_class_accuracy": 1.0, "majority_class_f1": 1.0,
+         # no label 0 present or right: its recall and F1 0; label 1's F1 0.8
+         "recall(0)": 0.0, "recall(1)": 2 / 3, "macro_f1": 0.4})
     # Always "1" on labels 1, 0, 1, 1: accuracy 3/4; precision 3/4, recall 1 -> F1 6/7.
     probabilities = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
     results = m.task_metrics("QQP", probabilities, np.array([1, 0, 1, 1]))
     assert results["majority_class_accuracy"] == pytest.approx(0.75)
     assert results["majority_class_f1"] == pytest.approx(6 / 7)
     assert set(m.task_metrics("CoLA", probabilities, np.array([1, 0, 0, 0]))) == {
-        "accuracy", "matthews_corrcoef", "majority_class_accuracy"}
+        "accuracy", "matthews_corrcoef", "majority_class_accuracy", "recall(0)",
+        "recall(1)", "macro_f1"}
     assert set(m.task_metrics("STS-B", np.array([1.0, 2.0, 3.0]),
                               np.array([1.0, 2.5, 2.9]))) == {"pearson", "spearman", "corr"}
 

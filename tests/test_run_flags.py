@@ -62,9 +62,11 @@ _RECORDED_BEFORE = {
     "clip_norm", "dtype", "seed",
     # ... and those added since: multiple choice's file layout, the pre-training objective,
     # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2, the
-    # pre-training's own dropout, the learning rate's stable phase, multi-label data.
+    # pre-training's own dropout, the learning rate's stable phase, multi-label data, the
+    # class weights of the loss.
     "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
-    "adam_beta2", "pretraining_dropout", "lr_stable_share", "multi_label", "heads_only"}
+    "adam_beta2", "pretraining_dropout", "lr_stable_share", "multi_label", "heads_only",
+    "class_weights"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Optional
 
 from common.settings import setting
+from tasks.classification import class_weights
 from text.packing import LONG_DOCUMENT
 from training.config import FineTuningConfig, HeadConfig, check
 
@@ -90,6 +91,14 @@ class ClassificationConfig(FineTuningConfig, HeadConfig, ClassifierOutputs):
         False, recorded=True, help="Training batches of sequences of similar length (less "
         "padding, faster; as Hugging Face's group_by_length). Every batch is padded only "
         "to its own longest sequence either way.")
+    class_weights: Optional[str] = setting(
+        None, recorded=True, help="Weigh each label's examples in the training loss, for "
+        "imbalanced labels: 'balanced' (inverse frequency in the training file: examples "
+        "/ (labels x the label's examples), as scikit-learn and Keras users compute it) "
+        "or one positive number per label, comma-separated, in the run's label order "
+        "(export_settings.json's labels). --multi_label: each label's positive weight "
+        "(PyTorch's pos_weight; 'balanced': its negatives / positives). The weights used "
+        "are written to output_dir/class_weights.json.")
 
     def __post_init__(self):
         FineTuningConfig.__post_init__(self)
@@ -100,6 +109,9 @@ class ClassificationConfig(FineTuningConfig, HeadConfig, ClassifierOutputs):
         if self.multi_label and (self.task_name or "").lower() != "generic":
             raise ValueError(f"--multi_label is for your own files (--task_name=generic), "
                              f"not {self.task_name}.")
+        if class_weights.parse(self.class_weights) and self.regression:
+            raise ValueError("--class_weights with --regression: a score has no classes to "
+                             "weigh.")
         if self.multi_label and not self.label_separator:
             raise ValueError("--label_separator is empty: give the text between labels.")
 

@@ -7,7 +7,9 @@ writes them to `eval_results.txt`.
 GLUE's choices: accuracy; F1 (of the positive class "1") and accuracy for MRPC and QQP;
 Matthews correlation for CoLA; Pearson and Spearman correlation for STS-B; accuracy on
 matched and mismatched dev sets for MNLI. Beside them, the accuracy (and F1) of always
-answering the dev set's most frequent label, the baseline a model must beat.
+answering the dev set's most frequent label, the baseline a model must beat, and each
+label's recall with the macro-averaged F1, which show a model that neglects a rare label
+(trained on imbalanced data, `--class_weights`) where accuracy hides it.
 """
 
 import numpy as np
@@ -60,8 +62,25 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
-def task_metrics(task_name, outputs, labels):
-    """Metrics of `task_name` for `outputs` (class probabilities [n, k] or scores [n])."""
+def per_label(predictions, labels, label_names):
+    """`recall(<label>)` of each label of `label_names` (index i is label i), and
+    `macro_f1`: the mean over the labels of each one's F1, 0 for a label neither present
+    nor predicted (scikit-learn's f1_score(average="macro") and recall_score(average=None))."""
+    predictions, labels = np.asarray(predictions), np.asarray(labels)
+    results, scores = {}, []
+    for i, name in enumerate(label_names):
+        p, y = predictions == i, labels == i
+        tp, predicted, present = float(np.sum(p & y)), float(np.sum(p)), float(np.sum(y))
+        results[f"recall({name})"] = tp / present if present else 0.0
+        scores.append(2 * tp / (predicted + present) if predicted + present else 0.0)
+    results["macro_f1"] = float(np.mean(scores))
+    return results
+
+
+def task_metrics(task_name, outputs, labels, label_names=None):
+    """Metrics of `task_name` for `outputs` (class probabilities [n, k] or scores [n]);
+    `label_names`: the labels in the model's order, which name each label's recall
+    (default their indexes)."""
     task = task_name.lower()
     if task in ("sts-b", "stsb") or outputs.ndim == 1:
         scores = outputs.reshape(-1)
@@ -81,6 +100,8 @@ def task_metrics(task_name, outputs, labels):
     results["majority_class_accuracy"] = accuracy(majority, labels)
     if "f1" in results:
         results["majority_class_f1"] = f1(majority, labels)
+    results.update(per_label(predictions, labels, label_names or [
+        str(i) for i in range(outputs.shape[-1])]))
     return results
 
 

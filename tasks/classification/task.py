@@ -10,7 +10,9 @@ Loss: softmax cross-entropy averaged over the global batch (the original's
 `create_model`); for regression (STS-B, `num_classes=1`) the mean squared error of the
 score; for multi-label data (`--multi_label`) a sigmoid per label, the binary
 cross-entropy averaged over the labels (as Hugging Face's
-`problem_type="multi_label_classification"`).
+`problem_type="multi_label_classification"`). With `--class_weights`, each example's
+cross-entropy is weighed by its label (multi-label: each label's positive term by the
+label), still averaged over the examples (`tasks.classification.class_weights`).
 """
 
 import os
@@ -22,7 +24,7 @@ from absl import logging
 from common import tables
 from common.scores import mean_over_windows, sigmoid, softmax
 from modeling import BertClassifier
-from tasks.classification import data, features, metrics, submission
+from tasks.classification import class_weights, data, features, metrics, submission
 from tasks.classification.config import ClassificationExportOptions
 from training import loop
 from training.task import (
@@ -49,6 +51,11 @@ class ClassificationTask(Task):
             regression=c.regression, id_column=c.id_column, multi_label=c.multi_label,
             label_separator=c.label_separator)
         self.regression = self.processor.regression
+        self.class_weight_spec = class_weights.parse(c.class_weights)
+        if self.class_weight_spec and self.regression:
+            raise ValueError(f"--class_weights: {c.task_name} is a regression task (a "
+                             f"score has no classes to weigh).")
+        self.class_weights = None  # one weight per label, once the training file is read
         self.multi_label = c.multi_label
         self.main_metric = metrics.main_metric(c.task_name, c.multi_label)
         self.label_list = None
@@ -80,6 +87,13 @@ class ClassificationTask(Task):
             self.train_examples = self.processor.get_examples("train")
             self.pair = any(e.text_b for e in self.train_examples)
             self.train_path = self._features("train", self.train_examples)
+            if self.class_weight_spec:
+                self.class_weights, record = class_weights.resolve(
+                    self.class_weight_spec, self.label_list,
+                    [e.label for e in self.train_examples], self.multi_label,
+                    self.processor.path("train"))
+                class_weights.write(output_dir, record)
+                logging.info("%s", class_weights.describe(record))
         if do_eval:
             self.eval_sets = {split: self._features(
                 split, self.processor.get_examples(split)) for split in
@@ -132,16 +146,33 @@ class ClassificationTask(Task):
     # ------------------------------------------------------------------ the loss
     def loss(self, model, batch, normalizers, training):
         logits = tf.cast(self.encode(model, batch, training)["logits"], tf.float32)
-        if self.regression:
-            per_example = tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
-        elif self.multi_label:
-            per_example = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-                labels=tf.cast(batch["label_ids"], tf.float32), logits=logits), axis=-1)
-        else:
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=tf.cast(batch["label_ids"], tf.int32), logits=logits)
-        loss = tf.reduce_sum(per_example) / normalizers["examples"]
+        loss = tf.reduce_sum(self.example_losses(logits, batch["label_ids"])) / \
+            normalizers["examples"]
         return loss, {"tokens": token_count(batch)}
+
+    def example_losses(self, logits, label_ids):
+        """Each example's loss (float32 [batch]) from the model's float32 `logits`: the
+        squared error of the score; the binary cross-entropy averaged over the labels
+        (multi-label); the softmax cross-entropy. With --class_weights, each example's
+        cross-entropy times its label's weight, or each label's positive term times the
+        label's weight (multi-label; `tasks.classification.class_weights`)."""
+        if self.regression:
+            return tf.square(logits[:, 0] - tf.cast(label_ids, tf.float32))
+        weights = None if self.class_weights is None else tf.constant(self.class_weights)
+        if self.multi_label:
+            labels = tf.cast(label_ids, tf.float32)
+            if weights is None:
+                per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                                    logits=logits)
+            else:
+                per_label = tf.nn.weighted_cross_entropy_with_logits(
+                    labels=labels, logits=logits, pos_weight=weights)
+            return tf.reduce_mean(per_label, axis=-1)
+        label_ids = tf.cast(label_ids, tf.int32)
+        per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids,
+                                                                     logits=logits)
+        return per_example if weights is None else per_example * tf.gather(weights,
+                                                                           label_ids)
 
     # ------------------------------------------------------------------ results
     def outputs(self, logits):
@@ -182,7 +213,8 @@ class ClassificationTask(Task):
                                                        self.config.eval_batch_size, keep=True)
             split_results = metrics.multi_label_metrics(
                 outputs, labels, self.config.multi_label_threshold) if self.multi_label \
-                else metrics.task_metrics(self.config.task_name, outputs, labels)
+                else metrics.task_metrics(self.config.task_name, outputs, labels,
+                                          self.label_list)
             prefix = "" if split == "dev" else split.replace("dev_", "") + "_"
             results.update({prefix + k: v for k, v in split_results.items()})
             results[prefix + "eval_examples"] = len(labels)
