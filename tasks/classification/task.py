@@ -41,6 +41,7 @@ class ClassificationTask(Task):
 
     name = "classification"
     skip_padding = True  # a label read from [CLS] (or a window's mean of them)
+    class_weights = None  # one weight per label (--class_weights), once `prepare` read them
 
     def __init__(self, config):
         super().__init__(config)
@@ -55,7 +56,6 @@ class ClassificationTask(Task):
         if self.class_weight_spec and self.regression:
             raise ValueError(f"--class_weights: {c.task_name} is a regression task (a "
                              f"score has no classes to weigh).")
-        self.class_weights = None  # one weight per label, once the training file is read
         self.multi_label = c.multi_label
         self.main_metric = metrics.main_metric(c.task_name, c.multi_label)
         self.label_list = None
