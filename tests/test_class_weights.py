@@ -208,4 +208,6 @@ def test_weights_that_do_not_fit_the_run_are_one_line_before_training(imbalanced
         errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
         assert run.returncode != 0 and len(errors) == 1 and said in errors[0], \
             run.stderr[-2000:]
+        # before any work: no features converted, no checkpoint
+        assert not list(tmp_path.glob("out/*.tf_record")), list(tmp_path.glob("out/*"))
         assert not (tmp_path / "out" / "ckpt-1.index").exists()

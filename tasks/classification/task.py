@@ -86,14 +86,14 @@ class ClassificationTask(Task):
         if do_train:
             self.train_examples = self.processor.get_examples("train")
             self.pair = any(e.text_b for e in self.train_examples)
-            self.train_path = self._features("train", self.train_examples)
-            if self.class_weight_spec:
+            if self.class_weight_spec:  # checked before the features are converted
                 self.class_weights, record = class_weights.resolve(
                     self.class_weight_spec, self.label_list,
                     [e.label for e in self.train_examples], self.multi_label,
                     self.processor.path("train"))
                 class_weights.write(output_dir, record)
                 logging.info("%s", class_weights.describe(record))
+            self.train_path = self._features("train", self.train_examples)
         if do_eval:
             self.eval_sets = {split: self._features(
                 split, self.processor.get_examples(split)) for split in
