@@ -15,11 +15,10 @@ import pytest
 from tasks.classification import class_weights as cw
 from tasks.classification import metrics
 from tests import warm_processes
+from tests.toy_sentiment import sentence, write_model_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-POSITIVE, NEGATIVE = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "sad"]
-FILLER = ["the", "movie", "was", "a", "plot", "and", "acting", "very", "really", "film"]
 
 
 def test_the_flag_is_read_and_refused_in_one_line():
@@ -125,12 +124,6 @@ def test_recall_per_label_and_macro_f1_by_hand():
     assert results["macro_f1"] == pytest.approx((4 / 5 + 1 / 2 + 2 / 3) / 3)
 
 
-def _sentence(rng, positive):
-    words = [rng.choice(FILLER) for _ in range(rng.randint(3, 8))]
-    words.insert(rng.randint(0, len(words)), rng.choice(POSITIVE if positive else NEGATIVE))
-    return " ".join(words)
-
-
 @pytest.fixture(scope="module")
 def imbalanced(tmp_path_factory):
     """Your own reviews, one positive in ten, in a TSV with a header; a tiny config."""
@@ -138,22 +131,14 @@ def imbalanced(tmp_path_factory):
     rng = random.Random(0)
     data = folder / "data"
     data.mkdir()
-    counts = {}
     for split, n, share in (("train", 160, 0.1), ("dev", 40, 0.5)):
         rows = ["review\tsentiment"]
         for i in range(n):
             positive = (i % 10 == 3) if split == "train" else rng.random() < share
-            label = "positive" if positive else "negative"
-            counts[split, label] = counts.get((split, label), 0) + 1
-            rows.append(f"{_sentence(rng, positive)}\t{label}")
+            rows.append(f"{sentence(rng, positive)}\t{'positive' if positive else 'negative'}")
         (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + POSITIVE + NEGATIVE + FILLER
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    config = {"vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "intermediate_size": 64,
-              "max_position_embeddings": 64, "type_vocab_size": 2}
-    (folder / "bert_config.json").write_text(json.dumps(config))
-    return {"folder": folder, "data": data, "counts": counts}
+    write_model_files(folder)
+    return {"folder": folder, "data": data}
 
 
 def _classifier(toy, out, **flags):

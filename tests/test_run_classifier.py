@@ -16,11 +16,10 @@ from ai_edge_litert.interpreter import Interpreter  # LiteRT, as serving.load ru
 
 from tasks.classification import metrics as m
 from tests import warm_processes
+from tests.toy_sentiment import sentence, write_model_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-POSITIVE, NEGATIVE = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "sad"]
-FILLER = ["the", "movie", "was", "a", "plot", "and", "acting", "very", "really", "film"]
 
 
 def test_metrics_against_hand_computed_values():
@@ -50,34 +49,23 @@ def test_metrics_against_hand_computed_values():
                               np.array([1.0, 2.5, 2.9]))) == {"pearson", "spearman", "corr"}
 
 
-def _sentence(rng, positive):
-    words = [rng.choice(FILLER) for _ in range(rng.randint(3, 8))]
-    words.insert(rng.randint(0, len(words)), rng.choice(POSITIVE if positive else NEGATIVE))
-    return " ".join(words)
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """A separable sentiment task in the SST-2 layout, a vocabulary and a tiny config."""
     folder = tmp_path_factory.mktemp("toy")
     rng = random.Random(0)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + POSITIVE + NEGATIVE + FILLER
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    write_model_files(folder)
     data = folder / "data"
     data.mkdir()
     for split, n in (("train", 320), ("dev", 80)):
         rows = ["sentence\tlabel"]
         for _ in range(n):
             label = int(rng.random() < 0.5)
-            rows.append(f"{_sentence(rng, label)}\t{label}")
+            rows.append(f"{sentence(rng, label)}\t{label}")
         (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-    test = [_sentence(rng, i % 2) for i in range(20)]
+    test = [sentence(rng, i % 2) for i in range(20)]
     (data / "test.tsv").write_text("index\tsentence\n" + "".join(
         f"{i}\t{s}\n" for i, s in enumerate(test)))
-    config = {"vocab_size": len(vocab), "hidden_size": 32, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "intermediate_size": 64,
-              "max_position_embeddings": 64, "type_vocab_size": 2}
-    (folder / "bert_config.json").write_text(json.dumps(config))
     return {"folder": folder, "data": data, "test": test}
 
 
