@@ -142,12 +142,13 @@ def define_common_flags():
 
 
 # TrainerConfig settings only the fine-tuning scripts take as flags.
-_FINE_TUNING_ONLY = ("export_dir", "predict_from")
+_FINE_TUNING_ONLY = ("export_dir", "predict_from", "early_stopping_patience")
 
 
 def define_fine_tuning_flags():
     """The flags of `training.config.FineTuningConfig` (those the task's config did not
-    define first), `--do_predict`, `--export_dir` and `--predict_from`."""
+    define first), `--do_predict`, `--export_dir`, `--predict_from` and
+    `--early_stopping_patience`."""
     from training.config import FineTuningConfig, TrainerConfig
 
     flags.DEFINE_bool("do_predict", False, "Predict the test / predict file.")

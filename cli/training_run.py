@@ -53,6 +53,10 @@ def run(entry, flag_values, other_stages=()):
         flag_values, entry.config_class, TrainerConfig, RuntimeConfig)
     stages = dict(do_train=flag_values.do_train, do_eval=flag_values.do_eval,
                   do_predict=fine_tuning and flag_values.do_predict)
+    try:
+        trainer.check_stages(stages["do_train"], stages["do_eval"])
+    except ValueError as e:
+        raise app.UsageError(str(e)) from None
     # TensorFlow from here on: a wrong flag was answered without waiting for it.
     if axes:
         from training import grid

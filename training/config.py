@@ -165,6 +165,11 @@ class TrainerConfig:
     overwrite_output_dir: bool = setting(
         False, help="Start afresh in an --output_dir that holds another run: the old run "
         "is moved aside (<output_dir>.replaced-<time>), never deleted.")
+    early_stopping_patience: Optional[int] = setting(
+        None, help="With --do_train and --do_eval: stop training once the dev metric that "
+        "selects best/ has not improved for N evaluations in a row (one at every "
+        "--save_checkpoints_steps); best/ keeps the best checkpoint, and a rerun of a "
+        "stopped run does not train on (a larger N continues it).")
 
     def __post_init__(self):
         if self.predict_from not in PREDICT_FROM:
@@ -176,8 +181,17 @@ class TrainerConfig:
                      "gradient_accumulation_steps": WHOLE_POSITIVE,
                      "save_checkpoints_steps": WHOLE_POSITIVE,
                      "iterations_per_loop": WHOLE_POSITIVE, "log_steps": NON_NEGATIVE,
-                     "keep_checkpoint_max": WHOLE_POSITIVE})
+                     "keep_checkpoint_max": WHOLE_POSITIVE,
+                     "early_stopping_patience": WHOLE_POSITIVE})
         check_learning_rate(self.learning_rate)
+
+    def check_stages(self, do_train, do_eval):
+        """Raises ValueError for a setting the run's stages leave nothing to act on: early
+        stopping counts dev evaluations made while training."""
+        if self.early_stopping_patience is not None and not (do_train and do_eval):
+            raise ValueError(f"--early_stopping_patience={self.early_stopping_patience} "
+                             f"counts dev evaluations made while training: give --do_train "
+                             f"and --do_eval.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

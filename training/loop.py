@@ -25,6 +25,7 @@ every `save_checkpoints_steps` (see `training.checkpointing`). Rerunning the sam
 restores the newest checkpoint, data position included, and stops at the same step.
 A run given a `training.time_budget.TimeBudget` re-counts its steps to the budget's
 deadline at the ends of its loops during warm-up, and resizes the schedule to them.
+A hook that returns `STOP` (early stopping) ends training after its loop.
 """
 
 import contextlib
@@ -209,6 +210,10 @@ _LOOP_LOG_FORMATS = {"learning_rate": ".3e", "gradient_norm": ".3f",
                      "loss_scale": ".0f"}
 
 
+# What a training hook returns to end training after its loop (`training.early_stopping`).
+STOP = "stop training"
+
+
 class Trainer:
     """Trains `model` on `task` with `optimizer` under `strategy`.
 
@@ -376,7 +381,8 @@ class Trainer:
                 pipeline's infinite, deterministic stream of per-replica batches (see
                 `strategy.distribute_datasets_from_function`), without its first
                 `skip_batches` batches.
-            hooks: callables `hook(step, logs)` run after each loop on the host.
+            hooks: callables `hook(step, logs)` run after each loop on the host; one
+                that returns `STOP` ends training there (after its checkpoint).
             flag_record: {flag: value} the run was started with
                 (`training.run_flags.flag_values`): kept in `model_dir`, and a resumed
                 run whose flags differ says which.
@@ -480,8 +486,9 @@ class Trainer:
                 raise preemption.TrainingStopped(watch.signum or signal.SIGTERM, step, path)
             if step % save_checkpoints_steps == 0 or step == num_train_steps:
                 self._save(manager, step)
-            for hook in hooks:
-                hook(step, logs)
+            if STOP in [hook(step, logs) for hook in hooks]:  # every hook runs
+                self._save(manager, step)  # saved already when the hook evaluated it
+                return logs
             if time_budget is not None:
                 num_train_steps = self._resize(time_budget, step, num_train_steps)
         return logs

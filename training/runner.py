@@ -26,7 +26,9 @@ What a run does, in order:
      else `init_checkpoint`;
   3. training (`training.loop.Trainer`), with the optimizer of `training.optimizers`;
      with evaluation, the task is evaluated at every checkpoint and the best one (by the
-     task's `main_metric`) is kept in `output_dir/best/` with `best_results.txt`;
+     task's `main_metric`) is kept in `output_dir/best/` with `best_results.txt`; with
+     `early_stopping_patience`, training ends once that many evaluations in a row have
+     not improved on the best (`training.early_stopping`);
   4. evaluation of the final weights -> `output_dir/eval_results.txt`; prediction -> the
      task's files in `output_dir`, and the export -> `export_dir`, both from the best
      checkpoint when there is one (`predict_from`, which `predictions_from.txt` and
@@ -56,6 +58,7 @@ from training import (
     best_checkpoint,
     checkpointing,
     distribution,
+    early_stopping,
     export_record,
     loop,
     metrics_log,
@@ -186,22 +189,24 @@ class BestCheckpointKeeper:
     """A training hook: at every checkpoint (and the last step) evaluates the task and,
     when its `main_metric` is the best so far, saves the weights as
     `output_dir/best/model.ckpt` with the results in `best_results.txt`. A rerun reads
-    the best value back, so resuming keeps comparing with it."""
+    the best value back, so resuming keeps comparing with it. With a `patience`, it
+    returns `loop.STOP` once that many evaluations in a row have not beaten the best
+    (`training.early_stopping`; an evaluation of the last step never stops)."""
 
     def __init__(self, task, model, strategy, output_dir, save_checkpoints_steps,
-                 num_train_steps):
+                 num_train_steps, patience=None):
         self.task, self.model, self.strategy = task, model, strategy
         self.output_dir = output_dir
         self.directory = best_checkpoint.folder(output_dir)
         self.every, self.last = save_checkpoints_steps, num_train_steps
-        self.best = self._recorded_best()
+        recorded = best_checkpoint.read_results(output_dir) or {}
+        value = recorded.get(task.main_metric)
+        self.best = None if value is None else float(value)
         self.latest = None  # (step, results) of the last evaluation
         self.metrics = metrics_log.MetricsLog(output_dir)
-
-    def _recorded_best(self):
-        results = best_checkpoint.read_results(self.output_dir) or {}
-        value = results.get(self.task.main_metric)
-        return None if value is None else float(value)
+        self.stopping = None if patience is None else early_stopping.EarlyStopping(
+            output_dir, patience, task.main_metric,
+            int(recorded["global_step"]) if "global_step" in recorded else None)
 
     def __call__(self, step, logs):
         if step % self.every and step != self.last:
@@ -222,6 +227,14 @@ class BestCheckpointKeeper:
             with file_io.atomic_path(self.directory) as tmp:  # weights and results together
                 save_tf2_checkpoint(self.model, os.path.join(tmp, best_checkpoint.CHECKPOINT))
                 best_checkpoint.write_results(tmp, text, step)
+        if self.stopping and self.stopping.evaluated(step, value, best) and step < self.last:
+            logging.info("Step %d of %d: training stops early: %s; best/ holds step %d's "
+                         "checkpoint.", step, self.last, self.stopping.reason(),
+                         self.stopping.best_step)
+            self.metrics.write("early_stop", step=step, best_step=self.stopping.best_step,
+                               patience=self.stopping.patience)
+            return loop.STOP
+        return None
 
 
 def record_evaluation(metrics, output_dir, step, results):
@@ -287,15 +300,39 @@ def train(task, model, trainer, runtime, strategy, loss_scale, keep_best=False, 
     keeper = None
     if keep_best and task.main_metric and distribution.is_chief(strategy):
         keeper = BestCheckpointKeeper(task, model, strategy, trainer.output_dir,
-                                      trainer.save_checkpoints_steps, plan.num_train_steps)
+                                      trainer.save_checkpoints_steps, plan.num_train_steps,
+                                      trainer.early_stopping_patience)
+    num_train_steps = _steps_left_by_early_stopping(keeper, trainer, plan.num_train_steps)
     logs = trainer_loop.train(
-        plan.dataset_fn, plan.num_train_steps, steps_per_loop=trainer.iterations_per_loop,
+        plan.dataset_fn, num_train_steps, steps_per_loop=trainer.iterations_per_loop,
         save_checkpoints_steps=trainer.save_checkpoints_steps, log_steps=trainer.log_steps,
         global_batch_size=trainer.train_batch_size,
         hooks=task.training_hooks() + ([keeper] if keeper else []) + list(hooks),
         flag_record=run_flags.recorded_values(runtime, trainer, task.config),
         time_budget=time_budget)
     return logs, keeper
+
+
+def _steps_left_by_early_stopping(keeper, trainer, num_train_steps):
+    """The step training runs to: a run that stopped early stays stopped where it did.
+    Warns when early stopping cannot act, the run evaluating too rarely."""
+    stopping = keeper and keeper.stopping
+    if not stopping:
+        return num_train_steps
+    step = checkpoint_step(trainer.output_dir)
+    if step and stopping.stopped_at(step):
+        logging.info("Step %d of %d: this run stopped early, %s: it is not trained on (a "
+                     "larger --early_stopping_patience continues it).", step,
+                     num_train_steps, stopping.reason())
+        return step
+    count = early_stopping.evaluations(num_train_steps, trainer.save_checkpoints_steps)
+    if count <= stopping.patience + 1:
+        logging.warning(
+            "--early_stopping_patience=%d: this run evaluates on dev %d time%s (at every "
+            "--save_checkpoints_steps=%d of its %d steps and at the last), too few to stop "
+            "before the end: give a smaller --save_checkpoints_steps.", stopping.patience,
+            count, "s" * (count != 1), trainer.save_checkpoints_steps, num_train_steps)
+    return num_train_steps
 
 
 def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False,
@@ -319,6 +356,10 @@ def run(task, trainer, runtime=RuntimeConfig(), *, do_train=False, do_eval=False
     """
     if not (do_train or do_eval or do_predict or trainer.export_dir):
         raise ValueError("Nothing to do: set do_train, do_eval, do_predict or export_dir.")
+    trainer.check_stages(do_train, do_eval)
+    if trainer.early_stopping_patience is not None and not task.main_metric:
+        raise ValueError(f"--early_stopping_patience: the {task.name} task has no dev "
+                         f"metric to watch.")
     with distribution.kept_precision():  # --dtype holds for this run only
         return _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared,
                     time_budget)
@@ -332,6 +373,11 @@ def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared,
         # Each worker's clock would count its own total, and the workers would part.
         raise ValueError("A time budget sizes a run on one machine; give several workers "
                          "--num_train_steps instead.")
+    if trainer.early_stopping_patience is not None and \
+            getattr(strategy.extended, "_num_workers", 1) > 1:
+        # The chief alone evaluates: the other workers would wait for its steps.
+        raise ValueError("--early_stopping_patience stops a run on one machine; several "
+                         "workers train for their --num_train_epochs.")
     file_io.makedirs(trainer.output_dir)
     if not distribution.is_chief(strategy):
         return _run_stages(task, trainer, runtime, bert_config, strategy, loss_scale,
