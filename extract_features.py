@@ -2,7 +2,8 @@
 
 Pipeline position: after pre-training or fine-tuning. Same flags and JSON-lines output as
 the original release's `extract_features.py` (and, with `--pooling`, a sentence vector per
-line; `--output_format=npy` for large inputs); the checkpoint may be a Google TF1
+line; with `--output_attentions`, each layer's attention probabilities; `--output_format=npy`
+for large inputs); the checkpoint may be a Google TF1
 checkpoint, a Hugging Face model.safetensors or this project's TF2 checkpoint.
 
     python extract_features.py --input_file=input.txt --output_file=output.jsonl \
@@ -47,6 +48,11 @@ class FeatureSettings(WeightedModelFiles, ModelVocabulary, SequenceLength):
         help="jsonl: the original's JSON lines; npy: only the sentence vectors, as one "
         "float32 matrix [lines, hidden_size] in --output_file, and the lines in "
         "--output_file with .lines.txt for .npy (needs --pooling).")
+    output_attentions: bool = setting(
+        False, help="Add each layer's attention probabilities to each line as "
+        "\"attentions\": [{\"index\": layer (0 = the first block), \"values\": heads x "
+        "tokens x tokens}] over the line's tokens, as Hugging Face's output_attentions "
+        "(jsonl only).")
 
 
 define_settings(FeatureSettings)
@@ -83,6 +89,10 @@ def main(_):
     if FLAGS.output_format == "npy" and FLAGS.pooling == "none":
         raise app.UsageError("--output_format=npy writes sentence vectors: set --pooling to "
                              "cls, mean or pooled.")
+    if FLAGS.output_format == "npy" and FLAGS.output_attentions:
+        raise app.UsageError("--output_attentions writes the attention probabilities into "
+                             "each JSON line: use --output_format=jsonl (npy holds sentence "
+                             "vectors only).")
     outputs = [FLAGS.output_file] + ([lines_file(FLAGS.output_file)]
                                      if FLAGS.output_format == "npy" else [])
     file_io.refuse_inputs_as_outputs(
@@ -125,7 +135,8 @@ def main(_):
     else:
         with file_io.atomic_output(FLAGS.output_file, "w") as out:
             for obj in feature_extraction.extract(encoder, packed, layer_indexes,
-                                                  FLAGS.batch_size, FLAGS.pooling):
+                                                  FLAGS.batch_size, FLAGS.pooling,
+                                                  FLAGS.output_attentions):
                 out.write(json.dumps(obj) + "\n")
                 progress.update(examples=1)
     progress.close()

@@ -78,6 +78,10 @@ class BertEncoder(keras.Model):
             "sequence_output" and "encoder_outputs". A batch of SST-2 sentences padded to
             its longest is half padding. Not for a TF Lite conversion: the number of real
             tokens is data-dependent, which XNNPACK does not accelerate. Default False.
+        output_attentions: bool. Also return each block's attention probabilities, as
+            Hugging Face's `output_attentions=True` (the same values on the same weights).
+            When False (the default) the encoder runs exactly as without it. Not with
+            gradient checkpointing in training.
 
     Returns:
         dict with "sequence_output" (float [batch_size, seq_length, hidden_size], the last
@@ -85,7 +89,10 @@ class BertEncoder(keras.Model):
         the real tokens' mean with `pooling="mean"`, or on the two segments' means
         compared with `pooling="pair_mean"`),
         "encoder_outputs" (list of num_layers float [batch_size, seq_length, hidden_size],
-        one per block) and "embedding_output" (float [batch_size, seq_length, hidden_size]).
+        one per block) and "embedding_output" (float [batch_size, seq_length, hidden_size]);
+        with `output_attentions`, "attentions" (list of num_layers float [batch_size,
+        num_heads, seq_length (queries), seq_length (keys)], each query's row a
+        distribution over the real keys; rows of padded queries are not meaningful).
 
     Example:
     ```python
@@ -155,7 +162,7 @@ class BertEncoder(keras.Model):
         return keras.random.randint((len(self.transformer_layers), 2), 0, 2**31 - 1,
                                     seed=self._block_seeds, dtype="int32")
 
-    def __call__(self, inputs, *args, skip_padding=False, **kwargs):
+    def __call__(self, inputs, *args, skip_padding=False, output_attentions=False, **kwargs):
         # Select the inputs by name before Keras sees them: given a dict with extra keys
         # (such as a whole pre-training batch), Keras's functional model would otherwise
         # pair tensors with inputs by position and compute garbage; and nested Python lists
@@ -163,15 +170,20 @@ class BertEncoder(keras.Model):
         inputs = select_inputs(inputs)
         training = kwargs.get("training", args[0] if args else None)
         recompute = self.gradient_checkpointing and training is True
-        if skip_padding or recompute:  # the same layers, called directly: a graph of its own
-            kwargs.pop("training", None)
+        if output_attentions and recompute:
+            raise ValueError("output_attentions: a block recomputed in the backward pass "
+                             "(gradient checkpointing) returns its output alone; call the "
+                             "encoder with training=False, or without gradient "
+                             "checkpointing, for the attention probabilities.")
+        if skip_padding or recompute or output_attentions:  # the same layers, called
+            kwargs.pop("training", None)                      # directly: a graph of its own
             return _forward(self.embeddings, self.transformer_layers, self.final_layer_norm,
                             self.pooler, {name: ops.convert_to_tensor(inputs[name], "int32")
                                           for name in INPUT_NAMES},
                             self._bert_config.causal_attention, training,
                             skip_padding=skip_padding, pooling=self._bert_config.pooling,
                             block_seeds=self.draw_block_seeds() if recompute else None,
-                            recompute=recompute)
+                            recompute=recompute, output_attentions=output_attentions)
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -291,7 +303,8 @@ def _masked_mean(x, weights):
 
 
 def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, training=None,
-             skip_padding=False, pooling="cls", block_seeds=None, recompute=False):
+             skip_padding=False, pooling="cls", block_seeds=None, recompute=False,
+             output_attentions=False):
     """The encoder's outputs from its layers and `inputs` (symbolic, to build the
     functional model, or tensors). `causal`: each position attends to itself and those
     before it, and the pooled vector is the last real token's (the one that has seen the
@@ -300,7 +313,8 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     the two segments' means compared (`BertConfig`). `block_seeds` (int32 [blocks, 2]):
     each block's dropout drawn from its row (`modeling.layers.seeded_dropout`);
     `recompute`: each block recomputed in the backward pass (`tf.recompute_grad`), the
-    same masks drawn again from its seed (see `BertEncoder.enable_gradient_checkpointing`)."""
+    same masks drawn again from its seed (see `BertEncoder.enable_gradient_checkpointing`).
+    `output_attentions`: each block's attention probabilities as "attentions" too."""
     packed = "sequence_ids" in inputs  # rows packing several sequences (`packed`)
     positions = {"position_ids": inputs["position_ids"]} if packed else {}
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
@@ -322,12 +336,18 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     x = embedding_output
     if index is not None:
         x = gather_rows(ops.reshape(x, (-1, shape[2])), index)
-    encoder_outputs = []
+    encoder_outputs, attentions = [], []
     for number, block in enumerate(blocks):
         def run(x, seed=None, block=block):
             return block(x, mask_adder, training=training, token_index=index,
                          dropout_seed=seed, token_rows=rows)
-        if block_seeds is None:
+        if output_attentions:
+            x, probabilities = block(x, mask_adder, training=training, token_index=index,
+                                     dropout_seed=None if block_seeds is None else
+                                     block_seeds[number], token_rows=rows,
+                                     return_attention=True)
+            attentions.append(probabilities)
+        elif block_seeds is None:
             x = run(x)
         elif recompute:  # the seed captured, not an argument: it has no gradient
             x = tf.recompute_grad(lambda x, seed=block_seeds[number], run=run: run(
@@ -341,6 +361,7 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     x = padded(x)
     encoder_outputs = [padded(t) for t in encoder_outputs[:-1]] + [x] \
         if encoder_outputs else []
+    extra = {"attentions": attentions} if output_attentions else {}
     if packed:  # the [CLS] vectors of the sequences, wherever they are
         if "cls_positions" not in inputs:
             return {"sequence_output": x, "encoder_outputs": encoder_outputs,
@@ -363,4 +384,4 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     return {"sequence_output": x,
             "pooled_output": pooler(summary),
             "encoder_outputs": encoder_outputs,
-            "embedding_output": embedding_output}
+            "embedding_output": embedding_output, **extra}

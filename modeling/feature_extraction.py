@@ -127,11 +127,14 @@ def combine_layers(outputs, combination):
     raise ValueError(f"{combination!r} is not one of {list(FEATURE_COMBINATIONS)}.")
 
 
-def _batches(encoder, packed_examples, batch_size):
+def _batches(encoder, packed_examples, batch_size, output_attentions=False):
     """Yields (chunk, per-layer activations [L] of float32 [b, length, H], pooled output
-    float32 [b, H], input mask int32 [b, length]) per batch, in order."""
-    run = tf.function(lambda x: encoder(x, training=False), reduce_retracing=True,
-                      autograph=False)
+    float32 [b, H], input mask int32 [b, length], and with `output_attentions` each
+    block's attention probabilities [L] of float32 [b, heads, length, length], else None)
+    per batch, in order."""
+    run = tf.function(lambda x: encoder(x, training=False,
+                                        output_attentions=output_attentions),
+                      reduce_retracing=True, autograph=False)
     for start in range(0, len(packed_examples), batch_size):
         chunk = packed_examples[start:start + batch_size]
         # Pad to the longest example in the batch: padded keys get exp(-10000) = 0 weight,
@@ -142,8 +145,10 @@ def _batches(encoder, packed_examples, batch_size):
         out = run(batch)
         layers = _Activations(np.asarray(layer, np.float32) for layer in out["encoder_outputs"])
         layers.embeddings = np.asarray(out["embedding_output"], np.float32)
+        attentions = [np.asarray(a, np.float32) for a in out["attentions"]] \
+            if output_attentions else None
         yield chunk, layers, np.asarray(out["pooled_output"], np.float32), \
-            batch["input_mask"]
+            batch["input_mask"], attentions
 
 
 def pool(layers, pooled_output, input_mask, layer_indexes, pooling):
@@ -166,13 +171,14 @@ def pool(layers, pooled_output, input_mask, layer_indexes, pooling):
 
 def embed(encoder, packed_examples, layer_indexes, batch_size, pooling):
     """Yields (unique_id, float32 vector [H]) per example, in order (see `pool`)."""
-    for chunk, layers, pooled, mask in _batches(encoder, packed_examples, batch_size):
+    for chunk, layers, pooled, mask, _ in _batches(encoder, packed_examples, batch_size):
         vectors = pool(layers, pooled, mask, layer_indexes, pooling)
         for (unique_id, _), vector in zip(chunk, vectors):
             yield unique_id, vector
 
 
-def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none"):
+def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none",
+            output_attentions=False):
     """Runs `encoder` over packed examples and yields the original's JSON objects.
 
     Args:
@@ -183,13 +189,17 @@ def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none")
         batch_size: int.
         pooling: str. "none" (the original's objects), or "cls", "mean" or "pooled" to
             add an "embedding" (see `pool`).
+        output_attentions: bool. Add each block's attention probabilities over the
+            example's tokens as "attentions".
 
     Yields:
         dicts `{"linex_index": id, "features": [{"token": ..., "layers": [{"index": i,
-        "values": [6-decimal floats]}, ...]}, ...]}` (and "embedding": [floats]), one per
-        example, in order.
+        "values": [6-decimal floats]}, ...]}, ...]}` (and "embedding": [floats]; and
+        "attentions": [{"index": block, 0 first, "values": heads x tokens (queries) x
+        tokens (keys), 6-decimal floats}] for every block), one per example, in order.
     """
-    for chunk, layers, pooled, mask in _batches(encoder, packed_examples, batch_size):
+    for chunk, layers, pooled, mask, attentions in _batches(
+            encoder, packed_examples, batch_size, output_attentions):
         vectors = None if pooling == "none" else pool(layers, pooled, mask, layer_indexes,
                                                       pooling)
         for row, (unique_id, packed) in enumerate(chunk):
@@ -205,4 +215,12 @@ def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none")
             obj = {"linex_index": unique_id, "features": features}
             if vectors is not None:
                 obj["embedding"] = [round(float(x), 6) for x in vectors[row]]
+            if attentions is not None:
+                real = len(packed.tokens)  # the example's tokens, not the batch's padding
+                obj["attentions"] = [
+                    {"index": block, "values": [[[round(p, 6) for p in query]
+                                                 for query in head]
+                                                for head in probabilities[
+                                                    row, :, :real, :real].tolist()]}
+                    for block, probabilities in enumerate(attentions)]
             yield obj

@@ -40,7 +40,8 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     """Returns dict like BertEncoder's, computed in float64. With `cfg["causal_attention"]`
     a query attends to keys at or before it only, and the pooled vector is the last real
     token's; with `cfg["pooling"] == "mean"`, the real tokens' average; with "pair_mean",
-    [u; v; |u - v|; u * v] of segment A's and B's real tokens' averages (v: zeros if no B)."""
+    [u; v; |u - v|; u * v] of segment A's and B's real tokens' averages (v: zeros if no B).
+    "attentions": each layer's attention probabilities [B, N, S (queries), S (keys)]."""
     w = {k: np.asarray(v, np.float64) for k, v in w.items()}
     H, N = cfg["hidden_size"], cfg["num_attention_heads"]
     D = H // N
@@ -56,7 +57,7 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
     if causal:
         after = np.triu(np.ones((S, S)), k=1)  # [query, key]: the key is later
         adder = adder + after[None, None] * -10000.0
-    layers = []
+    layers, attentions = [], []
     for i in range(cfg["num_hidden_layers"]):
         p = f"bert/encoder/layer_{i}/"
 
@@ -73,6 +74,7 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
         k = dense(inp, "attention/self/key").reshape(B, S, N, D).transpose(0, 2, 1, 3)
         v = dense(inp, "attention/self/value").reshape(B, S, N, D).transpose(0, 2, 1, 3)
         probs = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(D) + adder)
+        attentions.append(probs)
         ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
         if pre:
             a = x + dense(ctx, "attention/output/dense")
@@ -102,7 +104,7 @@ def encoder_forward(w, cfg, input_ids, input_mask, segment_ids):
         summary = x[:, 0]
     pooled = np.tanh(summary @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": layers,
-            "embedding_output": emb}
+            "embedding_output": emb, "attentions": attentions}
 
 
 def pretrainer_forward(w, cfg, input_ids, input_mask, segment_ids, positions):

@@ -126,3 +126,38 @@ def test_sentence_embeddings_are_the_pooled_per_token_values(setup):
         assert (tmp_path / "emb.lines.txt").read_text() == text
     refused = _run(tmp_path, text, "--output_format=npy")
     assert refused.returncode == 1 and "set --pooling" in refused.stderr
+
+
+def test_attention_probabilities_per_line_match_the_reference(setup):
+    """--output_attentions: each line's "attentions" hold every layer's probabilities
+    over that line's tokens (not the batch's padding), as the NumPy forward pass gives
+    them; the features are those of a run without the flag."""
+    tmp_path, config, weights = setup
+    text = "The dog barked.\nthe cat sat ||| on the mats\n"
+    plain = _run(tmp_path, text)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    without = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    result = _run(tmp_path, text, "--output_attentions")
+    assert result.returncode == 0, result.stderr[-2000:]
+    objs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [{k: v for k, v in o.items() if k != "attentions"} for o in objs] == without
+    segments = {0: [0] * 6, 1: [0] * 5 + [1] * 5}
+    for obj in objs:
+        tokens = [f["token"] for f in obj["features"]]
+        ids = np.array([[VOCAB.index(t) for t in tokens]], np.int32)
+        seg = np.array([segments[obj["linex_index"]]], np.int32)
+        want = ref.encoder_forward(weights, config, ids, np.ones_like(ids), seg)
+        assert [a["index"] for a in obj["attentions"]] == \
+            list(range(config["num_hidden_layers"]))
+        for got, expected in zip(obj["attentions"], want["attentions"]):
+            values = np.array(got["values"])  # heads x tokens (queries) x tokens (keys)
+            assert values.shape == (config["num_attention_heads"], len(tokens), len(tokens))
+            np.testing.assert_allclose(values, expected[0], atol=1e-6)
+    refused = _run(tmp_path, text, "--output_attentions", "--pooling=mean",
+                   "--output_format=npy", f"--output_file={tmp_path / 'emb.npy'}")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "error: --output_attentions writes the attention probabilities into each JSON "
+        "line: use --output_format=jsonl (npy holds sentence vectors only) (see "
+        "--helpfull).")
+    assert not (tmp_path / "emb.npy").exists()

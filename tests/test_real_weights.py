@@ -78,6 +78,66 @@ def test_activations_match_hugging_face_transformers(encoder, tokenizer):
     assert pooled < 1e-5, pooled
 
 
+def _hugging_face_attentions(inputs):
+    """Hugging Face BertModel's `output_attentions` (its eager attention, the one that
+    returns them) on all-MiniLM-L6-v2, as NumPy arrays [batch, heads, length, length]."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.BertModel.from_pretrained(MODEL_DIR, local_files_only=True,
+                                                attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = hf(input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
+                 attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+                 token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
+                 output_attentions=True)
+    return [a.numpy() for a in out.attentions]
+
+
+def test_attention_probabilities_match_hugging_face(encoder, tokenizer):
+    pairs = [(SENTENCES[i], SENTENCES[i + 1] if i % 2 else None) for i in range(7)]
+    inputs = _batch(tokenizer, pairs)
+    theirs = _hugging_face_attentions(inputs)
+    mask = inputs["input_mask"].astype(bool)
+    for skip_padding in (False, True):
+        ours = encoder(inputs, training=False, output_attentions=True,
+                       skip_padding=skip_padding)["attentions"]
+        assert len(ours) == len(theirs) == 6
+        worst = 0.0
+        for got, want in zip(ours, theirs):
+            assert got.shape == want.shape
+            for row, real in enumerate(mask):  # the real queries and keys
+                worst = max(worst, float(np.max(np.abs(
+                    got.numpy()[row][:, real][..., real] - want[row][:, real][..., real]))))
+        assert worst < 1e-5, worst
+
+
+def test_extract_features_writes_hugging_faces_attentions(tokenizer, tmp_path):
+    """extract_features.py --output_attentions on all-MiniLM-L6-v2, a line at a time:
+    each line's probabilities are Hugging Face's for that line alone."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lines = [SENTENCES[0], SENTENCES[1] + " ||| " + SENTENCES[2], "Short."]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, os.path.join(root, "extract_features.py"),
+         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",
+         f"--vocab_file={MODEL_DIR}/vocab.txt", f"--bert_config_file={MODEL_DIR}/config.json",
+         f"--init_checkpoint={MODEL_DIR}/model.safetensors", "--max_seq_length=64",
+         "--layers=-1", "--batch_size=2", "--output_attentions"],
+        capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    objs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    for obj, line in zip(objs, lines):
+        a, _, b = line.partition(" ||| ")
+        theirs = _hugging_face_attentions(_batch(tokenizer, [(a, b or None)]))
+        assert len(obj["features"]) == theirs[0].shape[-1]
+        for got, want in zip(obj["attentions"], theirs):
+            assert np.max(np.abs(np.array(got["values"]) - want[0])) < 1e-5
+
+
 def test_tokenizers_match_hugging_face_on_real_text(tokenizer):
     transformers = pytest.importorskip("transformers")
     hf = transformers.BertTokenizer(MODEL_DIR + "/vocab.txt", do_lower_case=True)

@@ -123,11 +123,15 @@ class SelfAttention(keras.layers.Layer):
             projections run on those rows alone; the attention, on the padded layout.
         token_rows: optional, with `token_index`: its inverse (`token_rows`), computed
             from `token_index` when not given.
+        return_probabilities: bool. Also return the attention probabilities.
 
     Returns:
         float Tensor of shape [batch_size, seq_length, num_heads * head_size] (or
         [batch_size * seq_length, ...] for a token matrix, [num_tokens, ...] with
-        `token_index`), the context vectors before the output projection.
+        `token_index`), the context vectors before the output projection; with
+        `return_probabilities`, (that, the probabilities [batch_size, num_heads,
+        seq_length (queries), seq_length (keys)], after dropout as Hugging Face's
+        `output_attentions`: each query's row sums to 1 over the real keys).
     """
 
     def __init__(self, *, num_attention_heads, head_size, attention_probs_dropout_prob=0.1,
@@ -153,7 +157,7 @@ class SelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None,
-             token_rows=None):
+             token_rows=None, return_probabilities=False):
         # B = batch, S = sequence (F = from = T = to), N = heads, D = head size.
         # The projections run on the [B*S, H] token matrix (as the original's
         # reshape_to_matrix): one MatMul + BiasAdd each, which TensorFlow fuses, instead
@@ -179,10 +183,12 @@ class SelfAttention(keras.layers.Layer):
         context = ops.matmul(probs, v)  # [B, N, F, D]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, D]
         if token_index is not None:
-            return gather_rows(ops.reshape(context, (-1, width)), token_index)
-        if len(x.shape) == 3:
-            return ops.reshape(context, (batch, seq, width))
-        return ops.reshape(context, (-1, width))
+            context = gather_rows(ops.reshape(context, (-1, width)), token_index)
+        elif len(x.shape) == 3:
+            context = ops.reshape(context, (batch, seq, width))
+        else:
+            context = ops.reshape(context, (-1, width))
+        return (context, probs) if return_probabilities else context
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.num_attention_heads * self.head_size,)

@@ -54,10 +54,12 @@ class TransformerBlock(keras.layers.Layer):
             from it (`modeling.layers.seeded_dropout`), so that a recomputation of the
             block (gradient checkpointing) drops the same units.
         token_rows: optional, with `token_index`: its inverse (see `SelfAttention`).
+        return_attention: bool. Also return the attention probabilities.
 
     Returns:
         float Tensor of shape [batch_size, seq_length, hidden_size] ([num_tokens,
-        hidden_size] with `token_index`).
+        hidden_size] with `token_index`); with `return_attention`, (that, the attention
+        probabilities [batch_size, num_heads, seq_length, seq_length]).
     """
 
     def __init__(self, *, hidden_size, num_attention_heads, intermediate_size,
@@ -112,15 +114,23 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, mask_adder, training=None, token_index=None, dropout_seed=None,
-             token_rows=None):
+             token_rows=None, return_attention=False):
         # Every dense layer and LayerNorm works on the [B*S, H] token matrix (or on its
         # real tokens' rows, with `token_index`): a plain MatMul + BiasAdd (+ activation)
         # that TensorFlow fuses, no per-layer reshapes.
         shape = ops.shape(x)
         tokens = x if token_index is not None else ops.reshape(x, (-1, self.hidden_size))
-        attend = lambda t: self.self_attention(  # noqa: E731
-            t, mask_adder, training=training, token_index=token_index,
-            dropout_seed=dropout_seed, token_rows=token_rows)
+        probabilities = []
+
+        def attend(t):
+            out = self.self_attention(t, mask_adder, training=training,
+                                      token_index=token_index, dropout_seed=dropout_seed,
+                                      token_rows=token_rows,
+                                      return_probabilities=return_attention)
+            if not return_attention:
+                return out
+            probabilities.append(out[1])
+            return out[0]
 
         def drop(layer, t, stream):
             return seeded_dropout.dropout(layer, t, training, dropout_seed, stream)
@@ -141,7 +151,8 @@ class TransformerBlock(keras.layers.Layer):
             attn = self.attention_layer_norm(drop(self.attention_dropout, attn, 1) + tokens)
             out = feed_forward(attn)
             out = self.output_layer_norm(drop(self.output_dropout, out, 2) + attn)
-        return out if token_index is not None else ops.reshape(out, shape)
+        out = out if token_index is not None else ops.reshape(out, shape)
+        return (out, probabilities[0]) if return_attention else out
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
