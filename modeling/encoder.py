@@ -340,20 +340,18 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
     for number, block in enumerate(blocks):
         def run(x, seed=None, block=block):
             return block(x, mask_adder, training=training, token_index=index,
-                         dropout_seed=seed, token_rows=rows)
-        if output_attentions:
-            x, probabilities = block(x, mask_adder, training=training, token_index=index,
-                                     dropout_seed=None if block_seeds is None else
-                                     block_seeds[number], token_rows=rows,
-                                     return_attention=True)
-            attentions.append(probabilities)
-        elif block_seeds is None:
+                         dropout_seed=seed, token_rows=rows,
+                         return_attention=output_attentions)
+        if block_seeds is None:
             x = run(x)
         elif recompute:  # the seed captured, not an argument: it has no gradient
             x = tf.recompute_grad(lambda x, seed=block_seeds[number], run=run: run(
                 x, seed))(x)
         else:
             x = run(x, block_seeds[number])
+        if output_attentions:  # never with recompute (`BertEncoder.__call__` refuses it)
+            x, probabilities = x
+            attentions.append(probabilities)
         encoder_outputs.append(x)
     if final_norm is not None:  # pre-LayerNorm: the last block's sums, normalised
         x = final_norm(x)

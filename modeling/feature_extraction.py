@@ -208,19 +208,22 @@ def extract(encoder, packed_examples, layer_indexes, batch_size, pooling="none",
                 features.append({
                     "token": token,
                     "layers": [{"index": index,
-                                "values": [round(float(x), 6)
-                                           for x in layers[index][row, position]]}
+                                "values": _rounded(layers[index][row, position].tolist())}
                                for index in layer_indexes],
                 })
             obj = {"linex_index": unique_id, "features": features}
             if vectors is not None:
-                obj["embedding"] = [round(float(x), 6) for x in vectors[row]]
+                obj["embedding"] = _rounded(vectors[row].tolist())
             if attentions is not None:
                 real = len(packed.tokens)  # the example's tokens, not the batch's padding
                 obj["attentions"] = [
-                    {"index": block, "values": [[[round(p, 6) for p in query]
-                                                 for query in head]
-                                                for head in probabilities[
-                                                    row, :, :real, :real].tolist()]}
+                    {"index": block,
+                     "values": _rounded(probabilities[row, :, :real, :real].tolist())}
                     for block, probabilities in enumerate(attentions)]
             yield obj
+
+
+def _rounded(values):
+    """Nested lists of floats (`ndarray.tolist()`) rounded to 6 decimals, as the original
+    writes them."""
+    return [_rounded(v) if isinstance(v, list) else round(v, 6) for v in values]

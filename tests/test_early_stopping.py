@@ -125,6 +125,20 @@ def _scripted_evaluation(monkeypatch, digests):
     monkeypatch.setattr(runner, "run", run)
 
 
+def _tagging_run(ner_data, out):
+    """The toy tagging task's config and a trainer for `out`: 30 steps (160 sentences,
+    batch 16, 3 epochs), evaluated every 5, patience 2."""
+    from tasks.tagging import TaggingConfig
+    from training.config import TrainerConfig
+    config = TaggingConfig(data_dir=str(ner_data / "data"),
+                           vocab_file=str(ner_data / "vocab.txt"),
+                           bert_config_file=str(ner_data / "bert_config.json"),
+                           max_seq_length=16, num_train_epochs=3)
+    return config, TrainerConfig(output_dir=str(out), train_batch_size=16,
+                                 learning_rate=2e-3, save_checkpoints_steps=5, log_steps=0,
+                                 early_stopping_patience=2)
+
+
 def _results(path):
     return dict(line.split(" = ", 1) for line in path.read_text().splitlines())
 
@@ -132,20 +146,14 @@ def _results(path):
 def test_a_run_stops_early_keeps_its_best_and_stays_stopped(ner_data, tmp_path, caplog,
                                                              monkeypatch):
     from modeling import BertConfig, load_checkpoint
-    from tasks.tagging import TaggingConfig, TaggingTask
+    from tasks.tagging import TaggingTask
     from training import metrics_log, runner
-    from training.config import TrainerConfig
 
     digests = {}
     _scripted_evaluation(monkeypatch, digests)
     caplog.set_level(logging.INFO, logger="absl")
-    config = TaggingConfig(data_dir=str(ner_data / "data"),
-                           vocab_file=str(ner_data / "vocab.txt"),
-                           bert_config_file=str(ner_data / "bert_config.json"),
-                           max_seq_length=16, num_train_epochs=3)
     out = tmp_path / "out"
-    trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
-                            save_checkpoints_steps=5, log_steps=0, early_stopping_patience=2)
+    config, trainer = _tagging_run(ner_data, out)
     # 160 sentences, batch 16, 3 epochs: 30 steps, evaluated every 5. Best at 10; 15 and
     # 20 do not beat it: two evaluations without improvement stop the run at 20.
     result = runner.run(TaggingTask(config), trainer, do_train=True, do_eval=True,
@@ -195,18 +203,13 @@ def test_a_run_stops_early_keeps_its_best_and_stays_stopped(ner_data, tmp_path, 
 
 
 def test_a_grid_stops_each_combination_and_reruns_none(ner_data, tmp_path, monkeypatch):
-    from tasks.tagging import TaggingConfig, TaggingTask
+    from tasks.tagging import TaggingTask
     from training import grid, metrics_log, runner
-    from training.config import RuntimeConfig, TrainerConfig
+    from training.config import RuntimeConfig
 
     _scripted_evaluation(monkeypatch, {})
-    config = TaggingConfig(data_dir=str(ner_data / "data"),
-                           vocab_file=str(ner_data / "vocab.txt"),
-                           bert_config_file=str(ner_data / "bert_config.json"),
-                           max_seq_length=16, num_train_epochs=3)
     out = tmp_path / "grid"
-    trainer = TrainerConfig(output_dir=str(out), train_batch_size=16, learning_rate=2e-3,
-                            save_checkpoints_steps=5, log_steps=0, early_stopping_patience=2)
+    config, trainer = _tagging_run(ner_data, out)
     axes = {"learning_rate": (2e-3, 1e-3)}
     grid.run(TaggingTask, config, trainer, RuntimeConfig(), axes, do_train=True,
              do_eval=True)

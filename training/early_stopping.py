@@ -41,23 +41,22 @@ class EarlyStopping:
         if state.get("best_step") == best_step and best_step is not None:
             self.waited = int(state.get("evaluations_without_improvement", 0))
             self.last_step = state.get("last_evaluated_step")
-            self.best = state.get("best")
         else:
-            self.waited, self.last_step, self.best = 0, None, None
+            self.waited, self.last_step = 0, None
         self.best_step = best_step
 
-    def evaluated(self, step, value, improved):
-        """Counts the evaluation at `step` (`value` of the metric; `improved`: it beat the
-        best so far) and records the count. Returns True when the run should stop."""
+    def evaluated(self, step, improved):
+        """Counts the evaluation at `step` (`improved`: it beat the best so far) and
+        records the count. Returns True when the run should stop."""
         if improved:
-            self.best, self.best_step, self.waited = value, step, 0
+            self.best_step, self.waited = step, 0
         else:
             self.waited += 1
         self.last_step = step
         file_io.atomic_write_text(self.path, json.dumps({
             "metric": self.metric, "patience": self.patience, "best_step": self.best_step,
-            "best": self.best, "evaluations_without_improvement": self.waited,
-            "last_evaluated_step": step, "stopped": self.should_stop()}, indent=2))
+            "evaluations_without_improvement": self.waited, "last_evaluated_step": step,
+            "stopped": self.should_stop()}, indent=2))
         return self.should_stop()
 
     def should_stop(self):
@@ -68,9 +67,9 @@ class EarlyStopping:
         last evaluation was at `step` and the count had reached the patience."""
         return self.last_step == step and self.should_stop()
 
-    def reason(self):
-        """Why the run stops, in words."""
-        best = "" if self.best is None else f"'s {self.best:.4f}"
+    def reason(self, best):
+        """Why the run stops, in words (`best`: the best value of the metric, or None)."""
+        best = "" if best is None else f"'s {best:.4f}"
         return (f"dev {self.metric} has not improved on step {self.best_step}{best} in "
                 f"{self.waited} evaluation{'s' * (self.waited != 1)} "
                 f"(--early_stopping_patience={self.patience})")

@@ -227,9 +227,9 @@ class BestCheckpointKeeper:
             with file_io.atomic_path(self.directory) as tmp:  # weights and results together
                 save_tf2_checkpoint(self.model, os.path.join(tmp, best_checkpoint.CHECKPOINT))
                 best_checkpoint.write_results(tmp, text, step)
-        if self.stopping and self.stopping.evaluated(step, value, best) and step < self.last:
+        if self.stopping and self.stopping.evaluated(step, best) and step < self.last:
             logging.info("Step %d of %d: training stops early: %s; best/ holds step %d's "
-                         "checkpoint.", step, self.last, self.stopping.reason(),
+                         "checkpoint.", step, self.last, self.stopping.reason(self.best),
                          self.stopping.best_step)
             self.metrics.write("early_stop", step=step, best_step=self.stopping.best_step,
                                patience=self.stopping.patience)
@@ -323,7 +323,7 @@ def _steps_left_by_early_stopping(keeper, trainer, num_train_steps):
     if step and stopping.stopped_at(step):
         logging.info("Step %d of %d: this run stopped early, %s: it is not trained on (a "
                      "larger --early_stopping_patience continues it).", step,
-                     num_train_steps, stopping.reason())
+                     num_train_steps, stopping.reason(keeper.best))
         return step
     count = early_stopping.evaluations(num_train_steps, trainer.save_checkpoints_steps)
     if count <= stopping.patience + 1:
@@ -369,12 +369,12 @@ def _run(task, trainer, runtime, do_train, do_eval, do_predict, hooks, prepared,
          time_budget):
     bert_config = model_config(task)
     strategy, loss_scale = distribution.set_up(runtime)
-    if time_budget is not None and getattr(strategy.extended, "_num_workers", 1) > 1:
+    several_workers = getattr(strategy.extended, "_num_workers", 1) > 1
+    if time_budget is not None and several_workers:
         # Each worker's clock would count its own total, and the workers would part.
         raise ValueError("A time budget sizes a run on one machine; give several workers "
                          "--num_train_steps instead.")
-    if trainer.early_stopping_patience is not None and \
-            getattr(strategy.extended, "_num_workers", 1) > 1:
+    if trainer.early_stopping_patience is not None and several_workers:
         # The chief alone evaluates: the other workers would wait for its steps.
         raise ValueError("--early_stopping_patience stops a run on one machine; several "
                          "workers train for their --num_train_epochs.")
