@@ -27,19 +27,17 @@ from absl import flags, logging
 import cli
 from cli.flags import configs_from_flags, define_settings
 from common.settings import setting
-from common.shared_settings import SequenceLength, Vocabulary
+from common.shared_settings import SequenceLength, Vocabulary, WholeWordMasking
 from data_prep import pretraining_data
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CreationSettings(Vocabulary, SequenceLength):
+class CreationSettings(Vocabulary, SequenceLength, WholeWordMasking):
     """The tool's settings, the original's names (the vocabulary, casing and length are
     those of the model the records are for)."""
     input_file: str = setting(help="Input raw text file(s): comma-separated list of "
                               "files or globs.")
     output_file: str = setting(help="Output TFRecord file(s), comma-separated.")
-    do_whole_word_mask: bool = setting(False, help="Mask all WordPieces of a word "
-                                       "together rather than each independently.")
     max_predictions_per_seq: int = setting(
         20, help="Maximum number of masked-LM predictions per sequence.")
     random_seed: int = setting(12345, help="Random seed for data generation.")
@@ -120,6 +118,8 @@ def _validate():
         raise ValueError("--line_by_line: --mode=original reproduces the original's "
                          "output, which reads documents only (a blank line between "
                          "them); use --mode=fast.")
+    from text.chinese_words import check_segmenter
+    check_segmenter(FLAGS.do_whole_word_mask, FLAGS.word_segmenter)
     if not 0 <= FLAGS.shard_index < FLAGS.num_shards:
         raise ValueError(f"--shard_index={FLAGS.shard_index} must be in "
                          f"[0, --num_shards={FLAGS.num_shards}).")
@@ -140,6 +140,12 @@ def main(_):
                                      {"input_file": files, "vocab_file": FLAGS.vocab_file})
     vocab = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case).vocab
     casing.warn_about_input(files, FLAGS.do_lower_case)
+    if FLAGS.do_whole_word_mask and FLAGS.word_segmenter == "none":
+        from common.file_io import first_lines
+        from text.chinese_words import characters_alone_warning
+        alone = characters_alone_warning(first_lines(files, 2000), files[0])
+        if alone:
+            logging.warning("%s", alone)
     texts = [] if FLAGS.mode == "original" else corpus.line_by_line_files(
         files, FLAGS.line_by_line)
     said = corpus.describe_line_by_line(texts, files, FLAGS.line_by_line)
@@ -153,7 +159,8 @@ def main(_):
     start = time.time()
     common = dict(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
                   dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
-                  max_invalid_utf8_share=FLAGS.max_invalid_utf8_share)
+                  max_invalid_utf8_share=FLAGS.max_invalid_utf8_share,
+                  word_segmenter=FLAGS.word_segmenter)
     if FLAGS.mode == "original":
         totals = pretraining_data.run_original(files, outputs, vocab, params, progress,
                               tokenizer=FLAGS.tokenizer, **common)
@@ -175,6 +182,11 @@ def main(_):
                   "masked LM: train with --objective=mlm (their next-sentence labels pair "
                   "texts, not sentences)." if texts else ""))
     print(summary, file=sys.stderr)
+    if totals.get("lines_not_segmented"):
+        logging.warning(
+            "%d line(s) with CJK characters could not be lined up with their tokens: their "
+            "characters are masked one by one, not as --word_segmenter=%s's words.",
+            totals["lines_not_segmented"], FLAGS.word_segmenter)
     if totals["long_one_line_documents"] and texts:
         logging.warning(
             "%d text(s) are longer than --max_seq_length=%d: each is truncated to about "

@@ -42,13 +42,14 @@ from common.shared_settings import (
     CHECKPOINT_HELP,
     VOCAB_FILE_HELP,
     Casing,
+    WholeWordMasking,
 )
 from tasks.pretraining.from_text import OBJECTIVES
 from training.config import DTYPES, NON_NEGATIVE, POSITIVE, check, check_learning_rate
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FromTextSettings(Casing):
+class FromTextSettings(Casing, WholeWordMasking):
     """The command's settings; the recipe is `tasks.pretraining.recipe.RECIPE`."""
     input_text: str = setting(help="Text files (comma-separated files or globs): one "
                               "sentence per line, a blank line between documents; or one "
@@ -113,6 +114,8 @@ class FromTextSettings(Casing):
                     f"--{given[0]} continues a released model: give --init_checkpoint "
                     f"(its checkpoint or folder) too. Without it, the command pre-trains "
                     f"from scratch and learns a vocabulary of the text.")
+        from text.chinese_words import check_segmenter
+        check_segmenter(self.do_whole_word_mask, self.word_segmenter)
         if self.split_sentences is not None:
             from data_prep.sentences import check_language
             check_language(self.split_sentences, "--split_sentences")
@@ -203,13 +206,19 @@ def main(_):
     if FLAGS.learning_rate:
         recipe = dict(recipe, learning_rate=FLAGS.learning_rate)
     plan = from_text.kept_plan(out)  # a resumed run keeps its schedule
-    for name in ("objective", "dtype"):
+    for name in ("objective", "dtype", "do_whole_word_mask", "word_segmenter"):
         given = getattr(FLAGS, name)
-        if plan is not None and given and getattr(plan, name) != given:
+        if plan is not None and FLAGS[name].present and getattr(plan, name) != given:
             raise ValueError(f"{os.path.join(out, 'recipe.json')}: this run pre-trains with "
                              f"--{name}={getattr(plan, name)}, not {given}: give another "
                              f"--output_dir, or resume without --{name}.")
     objective = plan.objective if plan else FLAGS.objective or recipe["objective"]
+    # The training records' masking (the held-out records mask WordPieces alone, so that
+    # held-out accuracy reads the same with or without it).
+    masking = ({"do_whole_word_mask": plan.do_whole_word_mask,
+                "word_segmenter": plan.word_segmenter} if plan else
+               {"do_whole_word_mask": FLAGS.do_whole_word_mask,
+                "word_segmenter": FLAGS.word_segmenter})
     sentence_order = objective == "mlm_sop"  # ALBERT's pairs in the records
     pack = from_text.packs_texts(out, objective)  # texts one per line, the masked LM
     records_dir = os.path.join(out, "records")
@@ -227,7 +236,7 @@ def main(_):
                 heldout_text, vocab, do_lower_case, config_file, scratch, runtime,
                 objective, steps=from_text.calibration_steps(FLAGS.budget_minutes),
                 seed=FLAGS.seed + 2, recipe=recipe,
-                gradient_checkpointing=FLAGS.gradient_checkpointing, pack=pack)
+                gradient_checkpointing=FLAGS.gradient_checkpointing, pack=pack, **masking)
         except TrainingStopped as stopped:  # its checkpoint goes with the scratch folder
             raise stopped.saying(
                 "the speed measurement (stage 3) is not kept. Rerun the same command: it "
@@ -236,9 +245,12 @@ def main(_):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         plan = from_text.choose_plan(out, FLAGS.budget_minutes, os.path.getsize(train_text),
-                                     seconds, objective, runtime.dtype, recipe)
+                                     seconds, objective, runtime.dtype, recipe, **masking)
     say(f"      {plan.seconds_per_step:.2f} s a step: {plan.num_train_steps:,} steps "
-        f"({plan.objective}, {plan.dtype}) of "
+        f"({plan.objective}, {plan.dtype}"
+        + (", whole words masked" + (f", Chinese ones as {plan.word_segmenter} finds them"
+                                     if plan.word_segmenter != "none" else "")
+           if plan.do_whole_word_mask else "") + ") of "
         f"{recipe['train_batch_size']} sequences ({plan.num_warmup_steps:,} "
         f"warm-up, peak learning rate {recipe['learning_rate']:g}); the corpus masked "
         f"{plan.dupe_factor} times")
@@ -255,7 +267,8 @@ def main(_):
     records = [os.path.join(records_dir, f"train-{i:02d}.tfrecord") for i in range(2)]
     from_text.write_records(train_text, records, vocab, do_lower_case,
                             plan.dupe_factor, FLAGS.seed,
-                            sentence_order=sentence_order, recipe=recipe, pack=pack)
+                            sentence_order=sentence_order, recipe=recipe, pack=pack,
+                            **masking)
     say(f"      {records_dir}")
     say(f"[5/5] Pre-training ({FLAGS.budget_minutes:g} minutes, the steps counted again "
         f"from its own during warm-up; progress in {os.path.join(out, 'log.txt')})")

@@ -95,3 +95,19 @@ class DocumentOutput:
     num_output_files: int = setting(16, help="How many document files to write.")
     num_workers: int = setting(os.cpu_count() or 1, help="Worker processes (reading, "
                                "cleaning and sentence splitting).")
+
+
+# The Chinese word segmenters `--word_segmenter` offers (`text.chinese_words`).
+WORD_SEGMENTERS = ("none", "jieba")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WholeWordMasking:
+    """Which tokens the masked LM masks together."""
+    do_whole_word_mask: bool = setting(False, help="Mask all WordPieces of a word "
+                                       "together rather than each independently.")
+    word_segmenter: str = setting(
+        "none", choices=WORD_SEGMENTERS, help="With --do_whole_word_mask: group the "
+        "characters of Chinese words with this segmenter and mask each word whole "
+        "(Chinese BERT-wwm; needs `pip install jieba`); 'none': every CJK character is a "
+        "word of its own, as in the original.")

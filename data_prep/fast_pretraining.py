@@ -435,6 +435,9 @@ class Job:
     # Documents merged into documents of this many tokens before chunking
     # (`pack_documents`); 0: the original's documents.
     pack_tokens: int = 0
+    # With whole-word masking, the segmenter whose Chinese words are masked whole
+    # (`text.chinese_words.SEGMENTERS`); "none": characters alone, as the original.
+    word_segmenter: str = "none"
 
 
 def run_job(job, report=None):
@@ -454,11 +457,13 @@ def run_job(job, report=None):
     _keep_freed_memory()
     from text.tokenization import load_vocab
 
-    vocab_info = pi.VocabInfo.from_vocab(load_vocab(job.vocab_file))
+    vocab = load_vocab(job.vocab_file)
+    vocab_info = pi.VocabInfo.from_vocab(vocab)
     tokenizer = GraphTokenizer(job.vocab_file, job.do_lower_case)
+    words = word_marks(job, vocab)
     totals = {"documents": 0, "instances": 0, "tokens": 0, "masked": 0, "random_next": 0,
               "lines": 0, "lines_with_invalid_utf8": 0, "long_one_line_documents": 0,
-              "invalid_by_file": {}}
+              "lines_not_segmented": 0, "invalid_by_file": {}}
     with records.open_writers(job.output_files) as writers:
         w = 0
         for piece in job.pieces:
@@ -466,6 +471,8 @@ def run_job(job, report=None):
             lines = list(read_piece(piece, stats))
             is_break = np.array([not line for line in lines], bool)
             values, splits = _tokenize_flat(tokenizer, lines, tf)
+            if words is not None:
+                values = words.mark_flat(lines, values, splits)
             tokens = piece_tokens(values, splits, is_break, piece.line_by_line)
             long_documents = long_one_line_documents(tokens, job.params.max_seq_length)
             serialized, counts = encode_piece(pack_documents(tokens, job.pack_tokens),
@@ -483,10 +490,22 @@ def run_job(job, report=None):
             file_counts = totals["invalid_by_file"].setdefault(piece.path, [0, 0])
             file_counts[0] += stats.lines_with_invalid_utf8
             file_counts[1] += stats.lines
+            if words is not None:
+                totals["lines_not_segmented"] = words.unaligned_lines
             if report is not None:
                 report(lines=stats.lines, documents=len(tokens.doc_first),
                        instances=counts["instances"], pieces=1)
     return totals
+
+
+def word_marks(job, vocab):
+    """The `text.chinese_words.WordMarks` of a job that masks the segmenter's Chinese
+    words whole, or None."""
+    if not job.params.do_whole_word_mask or job.word_segmenter == "none":
+        return None
+    from text import chinese_words
+    return chinese_words.WordMarks(vocab, job.do_lower_case,
+                                   chinese_words.load_segmenter(job.word_segmenter))
 
 
 def _keep_freed_memory():

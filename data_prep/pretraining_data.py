@@ -29,16 +29,32 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
 
 
+def marking_words(tokenize, vocab, do_lower_case, word_segmenter):
+    """`tokenize` (lines -> lists of ids) with the tokens that continue a Chinese word
+    of `word_segmenter` marked (`text.chinese_words`), and the marker (None when
+    `word_segmenter` is "none": `tokenize` unchanged)."""
+    if word_segmenter == "none":
+        return tokenize, None
+    from text import chinese_words
+    words = chinese_words.WordMarks(vocab, do_lower_case,
+                                    chinese_words.load_segmenter(word_segmenter))
+    return (lambda lines: words.mark_lists(lines, tokenize(lines))), words
+
+
 def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lower_case,
-                 dupe_factor, random_seed, tokenizer="graph", max_invalid_utf8_share=1.0):
+                 dupe_factor, random_seed, tokenizer="graph", max_invalid_utf8_share=1.0,
+                 word_segmenter="none"):
     """--mode=original: the original's instances, in its order, written round-robin to
-    `outputs`. Returns the summary counts."""
+    `outputs`. With whole-word masking, `word_segmenter`'s Chinese words are masked
+    whole. Returns the summary counts."""
     from data_prep import corpus
     from data_prep import pretraining_records as records
     from data_prep.pretraining_instances import VocabInfo, create_training_instances
 
     stats = corpus.CorpusStats()
-    tokenize = tokenize_batch_fn(tokenizer, vocab_file, do_lower_case)
+    tokenize, words = marking_words(
+        tokenize_batch_fn(tokenizer, vocab_file, do_lower_case), vocab, do_lower_case,
+        word_segmenter if params.do_whole_word_mask else "none")
     documents = corpus.read_documents(files, tokenize, stats, progress=progress)
     corpus.check_text(stats.invalid_by_file, max_invalid_utf8_share)
     warn_about_input(stats)
@@ -52,6 +68,7 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
     totals = {"documents": len(documents), "instances": len(instances), "tokens": 0,
               "masked": 0, "random_next": 0, "lines": stats.lines,
               "lines_with_invalid_utf8": stats.lines_with_invalid_utf8,
+              "lines_not_segmented": words.unaligned_lines if words else 0,
               "long_one_line_documents": sum(
                   len(d) == 1 and len(d[0]) > params.max_seq_length - 3 for d in documents)}
     with records.shard_writers(outputs) as writers:
@@ -70,12 +87,13 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
 
 def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dupe_factor,
              random_seed, num_workers=1, piece_mb=1.0, num_shards=1, shard_index=0,
-             max_invalid_utf8_share=1.0, line_by_line=()):
+             max_invalid_utf8_share=1.0, line_by_line=(), word_segmenter="none"):
     """--mode=fast: pieces of about `piece_mb` MB (this machine's share of `num_shards`),
     spread over `num_workers` processes; the shard set is published only when all of it
     is written and the input passed its checks. The files of `line_by_line` are read one
     text per line, and then the documents are packed into full sequences for the masked
-    LM (`fast_pretraining.pack_documents`). Returns the summary counts."""
+    LM (`fast_pretraining.pack_documents`). With whole-word masking, `word_segmenter`'s
+    Chinese words are masked whole. Returns the summary counts."""
     from common import file_io
     from data_prep import corpus, fast_pretraining
     from text.graph_tokenizer import require_text
@@ -88,7 +106,7 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     jobs = fast_pretraining.split_jobs(
         pieces, outputs, num_workers, vocab_file=vocab_file, do_lower_case=do_lower_case,
         params=params, dupe_factor=dupe_factor, seed=random_seed,
-        pack_tokens=fast_pretraining.pack_tokens(params) if line_by_line else 0)
+        word_segmenter=word_segmenter, pack_tokens=fast_pretraining.pack_tokens(params) if line_by_line else 0)
     if len(jobs) < num_workers:
         logging.info("Using %d worker(s): one per output file at most. Give more "
                      "--output_file names to use more cores.", len(jobs))

@@ -29,6 +29,8 @@ import dataclasses
 import itertools
 import random
 
+from text import chinese_words
+
 
 @dataclasses.dataclass
 class TrainingInstance:
@@ -263,7 +265,8 @@ def num_to_predict(length, params):
 
 def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
     """Chooses and masks positions as the original: candidates are all but [CLS]/[SEP]
-    (with whole-word masking a "##" piece joins the previous candidate), shuffled; each
+    (with whole-word masking a "##" piece joins the previous candidate, and so does a
+    token marked as continuing a segmenter's word: `text.chinese_words`), shuffled; each
     chosen position becomes [MASK] (80%), stays (10%) or becomes a random vocabulary
     token (10%), decided per piece (the shares: `params.mask_token_prob`,
     `random_token_prob`; the draws are the original's at any shares: one draw against the
@@ -275,14 +278,15 @@ def create_masked_lm_predictions(input_ids, vocab_info, params, rng):
     if not params.do_whole_word_mask:
         return _mask_pieces(input_ids, vocab_info, params, rng)
     cand_indexes = []
+    marked = chinese_words.CONTINUES_WORD
     for i, token in enumerate(input_ids):
         if token == vocab_info.cls_id or token == vocab_info.sep_id:
             continue
-        if params.do_whole_word_mask and cand_indexes and \
-                token in vocab_info.is_continuation:
+        if cand_indexes and (token in vocab_info.is_continuation or token >= marked):
             cand_indexes[-1].append(i)
         else:
             cand_indexes.append([i])
+    input_ids = chinese_words.without_marks(input_ids)
     rng.shuffle(cand_indexes)
 
     output = list(input_ids)

@@ -109,6 +109,10 @@ class Plan:
     seconds_per_step: float
     objective: str = "mlm"  # one of OBJECTIVES
     dtype: str = "float32"  # --dtype: the compute precision the steps were timed in
+    # How the training records mask (`InstanceParams.do_whole_word_mask`, and the segmenter
+    # of `text.chinese_words` whose Chinese words are masked whole).
+    do_whole_word_mask: bool = False
+    word_segmenter: str = "none"
 
 
 def read_documents(files, max_invalid_utf8_share=MAX_INVALID_UTF8_SHARE,
@@ -416,12 +420,15 @@ def learn_vocabulary(train_file, output_dir, vocab_size, do_lower_case,
 
 def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_factor, seed,
                   masked_lm_prob=None, max_predictions_per_seq=None, sentence_order=False,
-                  recipe=RECIPE, pack=False):
+                  recipe=RECIPE, pack=False, do_whole_word_mask=False,
+                  word_segmenter="none"):
     """The pre-training TFRecords of `text_file` (once: they appear complete or not at
     all), fast mode, masked LM as `recipe` says (or at `masked_lm_prob`, with up to
     `max_predictions_per_seq` predictions a sequence); `sentence_order`: label 1 is the
     two segments swapped (`InstanceParams.sentence_order`); `pack`: its documents (texts)
-    packed into full sequences (`fast_pretraining.pack_documents`)."""
+    packed into full sequences (`fast_pretraining.pack_documents`);
+    `do_whole_word_mask`: words masked whole, Chinese ones as `word_segmenter` finds
+    them (`text.chinese_words`)."""
     from data_prep import fast_pretraining
     from data_prep.pretraining_instances import InstanceParams
     if all(os.path.exists(path) for path in output_files):
@@ -430,12 +437,13 @@ def write_records(text_file, output_files, vocab_file, do_lower_case, dupe_facto
                             masked_lm_prob=masked_lm_prob or recipe["masked_lm_prob"],
                             max_predictions_per_seq=max_predictions_per_seq or
                             recipe["max_predictions_per_seq"],
-                            sentence_order=sentence_order)
+                            sentence_order=sentence_order,
+                            do_whole_word_mask=do_whole_word_mask)
     jobs = fast_pretraining.split_jobs(
         fast_pretraining.plan_pieces([text_file]), output_files,
         record_workers(os.path.getsize(text_file), dupe_factor),
         vocab_file=vocab_file, do_lower_case=do_lower_case, params=params,
-        dupe_factor=dupe_factor, seed=seed,
+        dupe_factor=dupe_factor, seed=seed, word_segmenter=word_segmenter,
         pack_tokens=fast_pretraining.pack_tokens(params) if pack else 0)
     totals = fast_pretraining.run(jobs)
     logging.info("Wrote %d instances (%d tokens) from %s to %s.", totals["instances"],
@@ -483,7 +491,8 @@ def warmup_steps(steps, recipe=RECIPE):
 
 
 def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
-                objective=RECIPE["objective"], dtype="float32", recipe=RECIPE):
+                objective=RECIPE["objective"], dtype="float32", recipe=RECIPE,
+                do_whole_word_mask=False, word_segmenter="none"):
     """The steps the budget buys at the measured speed, the warm-up, and how many times
     the corpus is masked (duplicates, as `--dupe_factor`) so that training sees each
     instance about once; written to recipe.json, so that a resumed run keeps its
@@ -495,7 +504,8 @@ def choose_plan(output_dir, budget_minutes, text_bytes, seconds_per_step,
     chosen = Plan(num_train_steps=steps,
                   num_warmup_steps=warmup_steps(steps, recipe),
                   dupe_factor=dupe, seconds_per_step=seconds_per_step,
-                  objective=objective, dtype=dtype)
+                  objective=objective, dtype=dtype, do_whole_word_mask=do_whole_word_mask,
+                  word_segmenter=word_segmenter)
     file_io.atomic_write_text(os.path.join(output_dir, "recipe.json"), json.dumps(
         {"recipe": dict(recipe, objective=objective), "budget_minutes": budget_minutes,
          "plan": dataclasses.asdict(chosen)}, indent=1))
@@ -600,7 +610,8 @@ def calibration_steps(budget_minutes):
 
 def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, runtime,
               objective=RECIPE["objective"], steps=CALIBRATION_STEPS, seed=0,
-              recipe=RECIPE, gradient_checkpointing=False, pack=False):
+              recipe=RECIPE, gradient_checkpointing=False, pack=False,
+              do_whole_word_mask=False, word_segmenter="none"):
     """Seconds per training step of the recipe on this machine: a short run of `steps`
     steps of the real training (input pipeline, model, optimizer) on `text_file` masked as
     the training records are (records written to `scratch_dir`), timed after its first
@@ -610,7 +621,8 @@ def calibrate(text_file, vocab_file, do_lower_case, config_file, scratch_dir, ru
     from training import runner
     records = [os.path.join(scratch_dir, "calibration.tfrecord")]
     write_records(text_file, records, vocab_file, do_lower_case, 1, seed,
-                  sentence_order=objective == "mlm_sop", recipe=recipe, pack=pack)
+                  sentence_order=objective == "mlm_sop", recipe=recipe, pack=pack,
+                  do_whole_word_mask=do_whole_word_mask, word_segmenter=word_segmenter)
     task = pretraining_task(records, records, config_file, steps, 0, objective,
                             pretraining_dropout=recipe["pretraining_dropout"],
                             recipe=recipe)
