@@ -215,10 +215,8 @@ def main(_):
     objective = plan.objective if plan else FLAGS.objective or recipe["objective"]
     # The training records' masking (the held-out records mask WordPieces alone, so that
     # held-out accuracy reads the same with or without it).
-    masking = ({"do_whole_word_mask": plan.do_whole_word_mask,
-                "word_segmenter": plan.word_segmenter} if plan else
-               {"do_whole_word_mask": FLAGS.do_whole_word_mask,
-                "word_segmenter": FLAGS.word_segmenter})
+    masking = {name: getattr(plan if plan else FLAGS, name)
+               for name in ("do_whole_word_mask", "word_segmenter")}
     sentence_order = objective == "mlm_sop"  # ALBERT's pairs in the records
     pack = from_text.packs_texts(out, objective)  # texts one per line, the masked LM
     records_dir = os.path.join(out, "records")

@@ -65,6 +65,21 @@ def exists(path):
     return os.path.exists(path)
 
 
+def read_json_state(path, consequence):
+    """The JSON object a run keeps in `path` (local or remote), or {} when there is none;
+    an unreadable one is {} too, logged as "<path>: unreadable (<why>); <consequence>."."""
+    import json
+    if not exists(path):
+        return {}
+    try:
+        with open_binary(path) as f:
+            return json.loads(f.read())
+    except (ValueError, OSError) as e:
+        from absl import logging
+        logging.warning("%s: unreadable (%s); %s.", path, e, consequence)
+        return {}
+
+
 def remove(path):
     """Removes a file or a whole folder."""
     if is_remote(path):

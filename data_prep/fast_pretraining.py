@@ -455,12 +455,14 @@ def run_job(job, report=None):
     from text.graph_tokenizer import GraphTokenizer
 
     _keep_freed_memory()
+    from text import chinese_words
     from text.tokenization import load_vocab
 
     vocab = load_vocab(job.vocab_file)
     vocab_info = pi.VocabInfo.from_vocab(vocab)
     tokenizer = GraphTokenizer(job.vocab_file, job.do_lower_case)
-    words = word_marks(job, vocab)
+    words = chinese_words.word_marks(vocab, job.do_lower_case,
+                                     job.params.do_whole_word_mask, job.word_segmenter)
     totals = {"documents": 0, "instances": 0, "tokens": 0, "masked": 0, "random_next": 0,
               "lines": 0, "lines_with_invalid_utf8": 0, "long_one_line_documents": 0,
               "lines_not_segmented": 0, "invalid_by_file": {}}
@@ -490,22 +492,12 @@ def run_job(job, report=None):
             file_counts = totals["invalid_by_file"].setdefault(piece.path, [0, 0])
             file_counts[0] += stats.lines_with_invalid_utf8
             file_counts[1] += stats.lines
-            if words is not None:
-                totals["lines_not_segmented"] = words.unaligned_lines
             if report is not None:
                 report(lines=stats.lines, documents=len(tokens.doc_first),
                        instances=counts["instances"], pieces=1)
+    if words is not None:
+        totals["lines_not_segmented"] = words.unaligned_lines
     return totals
-
-
-def word_marks(job, vocab):
-    """The `text.chinese_words.WordMarks` of a job that masks the segmenter's Chinese
-    words whole, or None."""
-    if not job.params.do_whole_word_mask or job.word_segmenter == "none":
-        return None
-    from text import chinese_words
-    return chinese_words.WordMarks(vocab, job.do_lower_case,
-                                   chinese_words.load_segmenter(job.word_segmenter))
 
 
 def _keep_freed_memory():

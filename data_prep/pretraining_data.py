@@ -29,18 +29,6 @@ def tokenize_batch_fn(kind, vocab_file, do_lower_case):
     return lambda lines: fast_pretraining.tokenize_lines(graph, lines, tf)
 
 
-def marking_words(tokenize, vocab, do_lower_case, word_segmenter):
-    """`tokenize` (lines -> lists of ids) with the tokens that continue a Chinese word
-    of `word_segmenter` marked (`text.chinese_words`), and the marker (None when
-    `word_segmenter` is "none": `tokenize` unchanged)."""
-    if word_segmenter == "none":
-        return tokenize, None
-    from text import chinese_words
-    words = chinese_words.WordMarks(vocab, do_lower_case,
-                                    chinese_words.load_segmenter(word_segmenter))
-    return (lambda lines: words.mark_lists(lines, tokenize(lines))), words
-
-
 def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lower_case,
                  dupe_factor, random_seed, tokenizer="graph", max_invalid_utf8_share=1.0,
                  word_segmenter="none"):
@@ -50,11 +38,17 @@ def run_original(files, outputs, vocab, params, progress, *, vocab_file, do_lowe
     from data_prep import corpus
     from data_prep import pretraining_records as records
     from data_prep.pretraining_instances import VocabInfo, create_training_instances
+    from text import chinese_words
 
     stats = corpus.CorpusStats()
-    tokenize, words = marking_words(
-        tokenize_batch_fn(tokenizer, vocab_file, do_lower_case), vocab, do_lower_case,
-        word_segmenter if params.do_whole_word_mask else "none")
+    token_ids = tokenize_batch_fn(tokenizer, vocab_file, do_lower_case)
+    words = chinese_words.word_marks(vocab, do_lower_case, params.do_whole_word_mask,
+                                     word_segmenter)
+
+    def tokenize(lines):  # with the tokens that continue a Chinese word marked
+        ids = token_ids(lines)
+        return ids if words is None else words.mark_lists(lines, ids)
+
     documents = corpus.read_documents(files, tokenize, stats, progress=progress)
     corpus.check_text(stats.invalid_by_file, max_invalid_utf8_share)
     warn_about_input(stats)
@@ -106,7 +100,8 @@ def run_fast(files, outputs, params, progress, *, vocab_file, do_lower_case, dup
     jobs = fast_pretraining.split_jobs(
         pieces, outputs, num_workers, vocab_file=vocab_file, do_lower_case=do_lower_case,
         params=params, dupe_factor=dupe_factor, seed=random_seed,
-        word_segmenter=word_segmenter, pack_tokens=fast_pretraining.pack_tokens(params) if line_by_line else 0)
+        word_segmenter=word_segmenter,
+        pack_tokens=fast_pretraining.pack_tokens(params) if line_by_line else 0)
     if len(jobs) < num_workers:
         logging.info("Using %d worker(s): one per output file at most. Give more "
                      "--output_file names to use more cores.", len(jobs))

@@ -86,6 +86,14 @@ def load_segmenter(name):
     return _import_jieba().lcut
 
 
+def word_marks(vocab, do_lower_case, do_whole_word_mask, word_segmenter):
+    """The `WordMarks` of a run that masks `word_segmenter`'s Chinese words whole, or
+    None (no whole-word masking, or no segmenter)."""
+    if not do_whole_word_mask or word_segmenter == "none":
+        return None
+    return WordMarks(vocab, do_lower_case, load_segmenter(word_segmenter))
+
+
 def without_marks(ids):
     """Token ids with the CONTINUES_WORD bit cleared (a list or a NumPy array)."""
     if isinstance(ids, np.ndarray):
@@ -161,7 +169,9 @@ class WordMarks:
             return None
         for j in range(len(word)):
             expected = position.get(start + j)
-            if (ids[anchor + j] != self._unk) if expected is None else (expected != anchor + j):
+            if expected is None and ids[anchor + j] != self._unk:
+                return None
+            if expected is not None and expected != anchor + j:
                 return None
         return anchor
 

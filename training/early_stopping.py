@@ -14,9 +14,6 @@ evaluation: a run cut off resumes its count, and a rerun of a stopped run does n
 import json
 import os
 
-import tensorflow as tf
-from absl import logging
-
 from common import file_io
 
 FILE_NAME = "early_stopping.json"
@@ -37,7 +34,7 @@ class EarlyStopping:
     def __init__(self, output_dir, patience, metric, best_step=None):
         self.path = os.path.join(output_dir, FILE_NAME)
         self.patience, self.metric = patience, metric
-        state = _read(self.path)
+        state = file_io.read_json_state(self.path, "early stopping counts afresh")
         if state.get("best_step") == best_step and best_step is not None:
             self.waited = int(state.get("evaluations_without_improvement", 0))
             self.last_step = state.get("last_evaluated_step")
@@ -73,17 +70,6 @@ class EarlyStopping:
         return (f"dev {self.metric} has not improved on step {self.best_step}{best} in "
                 f"{self.waited} evaluation{'s' * (self.waited != 1)} "
                 f"(--early_stopping_patience={self.patience})")
-
-
-def _read(path):
-    if not file_io.exists(path):
-        return {}
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            return json.load(f)
-    except (ValueError, tf.errors.OpError) as e:
-        logging.warning("%s: unreadable (%s); early stopping counts afresh.", path, e)
-        return {}
 
 
 def evaluations(num_train_steps, every):

@@ -13,7 +13,6 @@ the run's configs (`training.config`, the task's): their fields declared `record
 import json
 import os
 
-import tensorflow as tf
 from absl import logging
 
 from common import file_io, settings
@@ -26,15 +25,8 @@ RESUMABLE_CHANGES = ("num_train_steps", "num_train_epochs")
 
 def recorded(output_dir):
     """The flags recorded in `output_dir` ({} when none can be read)."""
-    path = os.path.join(output_dir, FILE_NAME)
-    if not tf.io.gfile.exists(path):
-        return {}
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            return json.load(f)
-    except (ValueError, tf.errors.OpError) as e:
-        logging.warning("%s: unreadable (%s); cannot check the resumed run's flags.", path, e)
-        return {}
+    return file_io.read_json_state(os.path.join(output_dir, FILE_NAME),
+                                   "cannot check the resumed run's flags")
 
 
 def differences(before, values, ignore=()):
