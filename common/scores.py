@@ -1,5 +1,6 @@
 """Model outputs -> reported scores, in NumPy: the softmax of logits, the sigmoid of each
-(multi-label), and the mean of a document's windows.
+(multi-label), the mean of a document's windows, the cosine of two sentences' vectors, and
+the correlations of predicted scores with gold ones (Pearson's, Spearman's).
 
 Pipeline position: after the model, wherever answers are made in Python (the tasks'
 evaluation and predictions, `serving.load`'s fast paths); the exports do the same in
@@ -47,3 +48,39 @@ def mean_over_windows(values, rows, num_rows):
     np.add.at(sums, rows, values)
     counts = np.bincount(rows, minlength=num_rows)
     return sums / counts.reshape((-1,) + (1,) * (values.ndim - 1))
+
+
+def pearson(x, y):
+    """Pearson's correlation of two sequences, in float64 (0 when either is constant)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / denominator) if denominator else 0.0
+
+
+def _ranks(values):
+    """Ranks from 1, ties given their average rank."""
+    values = np.asarray(values)
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), np.float64)
+    sorted_values = values[order]
+    start = 0
+    for end in range(1, len(values) + 1):
+        if end == len(values) or sorted_values[end] != sorted_values[start]:
+            ranks[order[start:end]] = (start + end + 1) / 2.0
+            start = end
+    return ranks
+
+
+def spearman(x, y):
+    """Spearman's rank correlation: Pearson's of the ranks, ties given their average
+    (scipy.stats.spearmanr)."""
+    return pearson(_ranks(x), _ranks(y))
+
+
+def row_cosines(u, v):
+    """The cosine of each row of `u` with the same row of `v` ([n, d] each), in float64;
+    0 where either vector is zero."""
+    u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+    norms = np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1)
+    return np.where(norms > 0, (u * v).sum(-1) / np.where(norms > 0, norms, 1.0), 0.0)

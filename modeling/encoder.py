@@ -294,7 +294,7 @@ def _make_layers(c, dtype):
     return embeddings, blocks, final_norm, pooler
 
 
-def _masked_mean(x, weights):
+def masked_mean(x, weights):
     """The mean of `x`'s vectors [B, S, H] over the positions whose float `weights` [B, S]
     are 1, summed in float32 (zeros where none is)."""
     weights = ops.expand_dims(weights, -1)
@@ -371,11 +371,11 @@ def _forward(embeddings, blocks, final_norm, pooler, inputs, causal=False, train
         summary = ops.take_along_axis(x, ops.cast(last, "int32")[:, None, None], axis=1)
         summary = ops.squeeze(summary, 1)
     elif pooling == "mean":  # the real tokens' mean, summed in float32
-        summary = ops.cast(_masked_mean(x, ops.cast(inputs["input_mask"], "float32")), x.dtype)
+        summary = ops.cast(masked_mean(x, ops.cast(inputs["input_mask"], "float32")), x.dtype)
     elif pooling == "pair_mean":  # [u; v; |u - v|; u * v] of the segments' means
         real = ops.cast(inputs["input_mask"], "float32")
         second = ops.cast(ops.minimum(inputs["segment_ids"], 1), "float32")
-        u, v = _masked_mean(x, real * (1.0 - second)), _masked_mean(x, real * second)
+        u, v = masked_mean(x, real * (1.0 - second)), masked_mean(x, real * second)
         summary = ops.cast(ops.concatenate([u, v, ops.abs(u - v), u * v], axis=-1), x.dtype)
     else:
         summary = ops.take(x, 0, axis=1)  # the [CLS] vector

@@ -34,6 +34,20 @@ def trim_padding(batch, multiple=PAD_MULTIPLE):  # 0.1-0.2 s at a pipeline's fir
             for name, value in batch.items()}
 
 
+@tf.autograph.experimental.do_not_convert  # plain ops: nothing for AutoGraph to rewrite
+def trim_grouped_padding(batch):
+    """A batch of groups of sequences ([batch, group, seq_length]: a question's choices, a
+    pair's two sentences) cut after the last position any of its sequences uses
+    (`trim_padding` over the groups' sequences as one batch)."""
+    shape = tf.shape(batch["input_ids"])
+    flat = trim_padding({name: tf.reshape(batch[name], [-1, shape[2]])
+                         for name in INPUT_NAMES})
+    out = dict(batch)
+    out.update({name: tf.reshape(flat[name], [shape[0], shape[1], -1])
+                for name in INPUT_NAMES})
+    return out
+
+
 def _per_position(name, value, mask):
     """The encoder's inputs, and any other [batch, seq_length] feature (as token labels)."""
     return name in INPUT_NAMES or (value.shape.rank == 2 and value.shape[1] is not None

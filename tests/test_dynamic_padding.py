@@ -85,7 +85,7 @@ def test_the_input_pipelines_leave_autograph_out(tmp_path, monkeypatch):
     # first pipeline of a process) must not run for them.
     from tensorflow.python.autograph.impl import api
 
-    from tasks.multiple_choice.features import trim_choice_padding
+    from modeling.padding import trim_grouped_padding
     from tasks.pretraining import input as pretraining_input
 
     converted = []  # (a spy: AutoGraph falls back quietly when its conversion raises)
@@ -99,7 +99,7 @@ def test_the_input_pipelines_leave_autograph_out(tmp_path, monkeypatch):
         next(iter(features.classifier_dataset(path, 2, MAX_LEN, False, is_training=True,
                                               seed=1, bucket_by_length=bucket)))
     ids = np.ones([2, 3, 8], np.int32)
-    tf.data.Dataset.from_tensors({n: ids for n in INPUT_NAMES}).map(trim_choice_padding)
+    tf.data.Dataset.from_tensors({n: ids for n in INPUT_NAMES}).map(trim_grouped_padding)
     # (built, not read: a dataset traces its map functions when it is made)
     pretraining_input.pretraining_dataset([str(tmp_path / "unread.tfrecord")], 2, 16, 3,
                                           is_training=True, seed=1)

@@ -63,10 +63,12 @@ _RECORDED_BEFORE = {
     # ... and those added since: multiple choice's file layout, the pre-training objective,
     # the output head (the paper's + BiLSTM and feature-based ablations), Adam's beta2, the
     # pre-training's own dropout, the learning rate's stable phase, multi-label data, the
-    # class weights of the loss.
+    # class weights of the loss, the columns of the user's files, the sentence embeddings'
+    # pooling, score scale and pair filter.
     "data_format", "objective", "head", "bilstm_layers", "bilstm_units", "feature_based",
     "adam_beta2", "pretraining_dropout", "lr_stable_share", "multi_label", "heads_only",
-    "class_weights"}
+    "class_weights", "pooling", "text_a_column", "text_b_column", "score_column",
+    "min_score", "max_score", "label_column", "positive_label", "similarity_scale"}
 
 
 def test_each_task_records_the_settings_that_decide_its_run():

@@ -167,11 +167,12 @@ def test_task_names_and_aliases():
     from tasks import registry
     found = registry.load_all()  # every folder of tasks/, found without a list
     assert set(found) == {"pretraining", "classification", "squad", "tagging",
-                          "multiple_choice", "masked_lm"}
+                          "multiple_choice", "masked_lm", "sentence_embedding"}
     assert [registry.canonical_name(n) for n in ("classifier", "span", "tagger", "ner",
-                                                 "SQuAD", "classification", "SWAG")] == [
+                                                 "SQuAD", "classification", "SWAG",
+                                                 "bi_encoder")] == [
         "classification", "squad", "tagging", "tagging", "squad", "classification",
-        "multiple_choice"]
+        "multiple_choice", "sentence_embedding"]
     assert all(registry.get(name).task_class.name == name for name in found
                if registry.get(name).task_class is not None)
     assert registry.canonical_name("fill_mask") == "masked_lm"  # answered, not trained

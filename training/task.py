@@ -26,7 +26,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from modeling.inputs import INPUT_NAMES
-from modeling.padding import trim_padding
+from modeling.padding import trim_grouped_padding, trim_padding
 
 
 @dataclasses.dataclass
@@ -198,11 +198,14 @@ def steps_for_epochs(num_examples, global_batch_size, num_train_epochs,
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False):
+def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False, grouped=False):
     """`TrainInput.dataset_fn` over in-memory feature arrays: sharded per input
     pipeline, repeated, shuffled with `seed`, full batches; with `pad_to_longest`, each
     cut to its longest sequence (`trim_padding`: only for losses that padding does not
-    enter)."""
+    enter). `grouped`: each row is a group of sequences ([rows, group, seq_length]: a
+    question's choices, a pair's sentences), cut by `trim_grouped_padding`."""
+    trim = trim_grouped_padding if grouped else trim_padding
+
     def dataset_fn(context, skip_batches):
         dataset = tf.data.Dataset.from_tensor_slices(arrays)
         if context.num_input_pipelines > 1:
@@ -211,7 +214,7 @@ def array_dataset_fn(arrays, global_batch_size, seed, pad_to_longest=False):
         dataset = dataset.repeat().shuffle(10000, seed=seed).batch(
             batch, drop_remainder=True).skip(skip_batches)
         if pad_to_longest:
-            dataset = dataset.map(trim_padding, num_parallel_calls=tf.data.AUTOTUNE)
+            dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn

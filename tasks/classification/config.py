@@ -76,11 +76,12 @@ class ClassificationConfig(FineTuningConfig, HeadConfig, ClassifierOutputs):
         "python", choices=TOKENIZERS, help="Feature conversion: the original's "
         "WordPiece (compiled where its ids are the same) or the in-graph one (identical "
         "results).")
-    text_a_column: str = setting("text_a",
+    text_a_column: str = setting("text_a", recorded=True,
                                  help="generic task: column of the first text.")
     text_b_column: Optional[str] = setting(
-        None, help="generic task: column of the second text.")
-    label_column: str = setting("label", help="generic task: column of the label.")
+        None, recorded=True, help="generic task: column of the second text.")
+    label_column: str = setting("label", recorded=True,
+                                help="generic task: column of the label.")
     id_column: Optional[str] = setting(
         None, help="generic task: column of each example's id, which names it in "
         "test_predictions.tsv (default: a column named id where there is one, else the "

@@ -14,6 +14,8 @@ label's recall with the macro-averaged F1, which show a model that neglects a ra
 
 import numpy as np
 
+from common.scores import pearson, spearman
+
 
 def accuracy(predictions, labels):
     return float(np.mean(np.asarray(predictions) == np.asarray(labels)))
@@ -35,31 +37,6 @@ def matthews_corrcoef(predictions, labels):
     fp, fn = float(np.sum(p & ~y)), float(np.sum(~p & y))
     denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
     return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
-
-
-def pearson(x, y):
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    x, y = x - x.mean(), y - y.mean()
-    denominator = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / denominator) if denominator else 0.0
-
-
-def _ranks(values):
-    """Ranks from 1, ties given their average rank."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), np.float64)
-    sorted_values = values[order]
-    start = 0
-    for end in range(1, len(values) + 1):
-        if end == len(values) or sorted_values[end] != sorted_values[start]:
-            ranks[order[start:end]] = (start + end + 1) / 2.0
-            start = end
-    return ranks
-
-
-def spearman(x, y):
-    return pearson(_ranks(x), _ranks(y))
 
 
 def per_label(predictions, labels, label_names):

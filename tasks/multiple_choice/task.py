@@ -24,6 +24,7 @@ from training import loop
 from training.task import (
     Task,
     TrainInput,
+    array_dataset_fn,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -77,8 +78,9 @@ class MultipleChoiceTask(Task):
         count = len(arrays["label_ids"])
         steps, warmup = steps_for_epochs(count, global_batch_size, c.num_train_epochs,
                                          c.warmup_proportion)
-        return TrainInput(features.train_dataset_fn(
-            arrays, global_batch_size, seed, pad_to_longest=not static_shapes_needed()),
+        return TrainInput(array_dataset_fn(
+            arrays, global_batch_size, seed, pad_to_longest=not static_shapes_needed(),
+            grouped=True),
             steps, warmup, count)
 
     # ------------------------------------------------------------------ the loss
