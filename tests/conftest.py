@@ -19,6 +19,13 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 # (2 AVX2 cores, 2026-11-29). The entry points' own default is untouched.
 for _name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
+# scikit-learn (which sentence-transformers needs) sets these two OpenMP variables when it is
+# imported, and Keras imports it with TensorFlow wherever it is installed. Set from the
+# start, a test process keeps the environment the warm server (`tests.warm_processes`)
+# started with; otherwise its first import of TensorFlow changes it, and every later
+# command of that process starts cold.
+os.environ.setdefault("KMP_DUPLICATE_LIB_OK", "True")
+os.environ.setdefault("KMP_INIT_AT_FORK", "FALSE")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The scripts' temporary files (the traceback log of a failed run that has no output
 # folder, one per failing command) go to a folder of this test process, removed at its
