@@ -30,9 +30,10 @@ FLAGS = flags.FLAGS
 
 def main(_):
     if FLAGS.export_dir:
-        raise app.UsageError("--export_dir: sentence embeddings are not exported yet; the "
-                             "trained weights are in --output_dir (best/ holds the best "
-                             "checkpoint).")
+        raise app.UsageError("--export_dir: no SavedModel of sentence embeddings yet; "
+                             "export_huggingface.py --init_checkpoint=<output_dir>/best/"
+                             "model.ckpt --bert_config_file=... writes them for "
+                             "sentence-transformers.")
     training_run.run(TASK, FLAGS)
 
 

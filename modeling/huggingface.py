@@ -163,6 +163,9 @@ def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, lab
         multi_label: bool. A classifier with a sigmoid per label (config.json's
             `problem_type` "multi_label_classification", which Hugging Face's
             pipelines read).
+
+    A model class may add files of its own beside them (`hf_extra_files()`: {relative
+    path: JSON object}; a sentence encoder's sentence-transformers modules).
     """
     from safetensors.numpy import save_file
 
@@ -174,6 +177,9 @@ def save_huggingface(model, output_dir, vocab_file=None, do_lower_case=True, lab
         os.makedirs(tmp)
         save_file(tensors, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         _write_json(os.path.join(tmp, "config.json"), config)
+        for relative, content in getattr(model, "hf_extra_files", dict)().items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, relative)), exist_ok=True)
+            _write_json(os.path.join(tmp, relative), content)
         if vocab_file:
             shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
             _write_json(os.path.join(tmp, "tokenizer_config.json"), {

@@ -90,6 +90,47 @@ def test_vectors_match_sentence_transformers_on_the_same_weights():
         np.testing.assert_allclose(ours, theirs, atol=1e-5, err_msg=pooling)
 
 
+def _same_vectors_in_sentence_transformers(folder, checkpoint, config_file, pooling, texts):
+    """sentence-transformers' vectors of `texts` from the exported `folder` are ours,
+    L2-normalised, from `checkpoint` (within 1e-5)."""
+    st = pytest.importorskip("sentence_transformers")
+    from tasks.sentence_embedding import BertSentenceEncoder
+    from tasks.sentence_embedding.features import convert_pairs
+    from text.tokenization import FullTokenizer
+    model = BertSentenceEncoder(modeling.BertConfig.from_json_file(config_file),
+                                pooling=pooling)
+    modeling.load_checkpoint(model, checkpoint)
+    arrays = convert_pairs([data.Pair(str(i), t, t) for i, t in enumerate(texts)],
+                           FullTokenizer(os.path.join(folder, "vocab.txt")), 16)
+    ours = np.asarray(model({k: arrays[k][:, 0] for k in ("input_ids", "input_mask",
+                                                          "segment_ids")})["embeddings"])
+    ours = ours / np.linalg.norm(ours, axis=-1, keepdims=True)
+    peer = st.SentenceTransformer(folder, device="cpu")
+    assert [type(m).__name__ for m in peer] == ["Transformer", "Pooling", "Normalize"]
+    np.testing.assert_allclose(peer.encode(texts, convert_to_numpy=True), ours, atol=1e-5)
+
+
+def test_a_recipe_model_pooling_pair_mean_exports_for_sentence_transformers(
+        tmp_path, tiny_config_dict):
+    # Its pooler reads 4 x hidden features, which Hugging Face's BertModel cannot hold:
+    # left out, as sentence-transformers never reads it.
+    from modeling.huggingface import save_huggingface
+    from tasks.sentence_embedding import BertSentenceEncoder
+    config = dict(tiny_config_dict, pooling="pair_mean")
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WARM + COLD
+    vocab += [f"w{i}" for i in range(config["vocab_size"] - len(vocab))]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    model = BertSentenceEncoder(modeling.BertConfig.from_dict(config), pooling="mean")
+    modeling.save_tf2_checkpoint(model, str(tmp_path / "ckpt" / "model.ckpt"))
+    save_huggingface(model, str(tmp_path / "hf"), str(tmp_path / "vocab.txt"))
+    assert json.loads((tmp_path / "hf" / "1_Pooling" / "config.json").read_text())[
+        "pooling_mode_mean_tokens"]
+    _same_vectors_in_sentence_transformers(
+        str(tmp_path / "hf"), str(tmp_path / "ckpt" / "model.ckpt"),
+        str(tmp_path / "bert_config.json"), "mean", ["sun fire ice", "snow", "hot oven chill"])
+
+
 # ---------------------------------------------------------------------------- the readers
 def test_glue_sts_b_as_released_with_its_bare_quotes_bom_and_crlf(tmp_path):
     header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t" \
@@ -294,6 +335,18 @@ def test_run_sentence_embedding_learns_the_rule(toy, tmp_path):
     assert len(cosines) == 20 and len(table) == 21 and table[0] == \
         "line\tsentence1\tsentence2\tcosine"
     assert all(-1 <= c <= 1 for c in cosines)
+
+    # The Hugging Face export loads in sentence-transformers with the same vectors.
+    exported = tmp_path / "hf"
+    result = warm_processes.run([os.path.join(ROOT, "export_huggingface.py"),
+                                 f"--init_checkpoint={out / 'best' / 'model.ckpt'}",
+                                 f"--bert_config_file={toy / 'bert_config.json'}",
+                                 f"--output_dir={exported}"], env=ENV, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    texts = [json.loads(line)["sentence1"] for line in
+             (toy / "data" / "test.jsonl").read_text().splitlines()]
+    _same_vectors_in_sentence_transformers(str(exported), str(out / "best" / "model.ckpt"),
+                                           str(toy / "bert_config.json"), "mean", texts)
 
     # In-batch negatives on unscored pairs train too (dev still scored).
     positives = tmp_path / "positives"

@@ -7,6 +7,7 @@ trains one (scored pairs by cosine regression, similar pairs by in-batch negativ
   model.py     `BertSentenceEncoder`: one vector per text (mean or [CLS] pooling)
   config.py    `SentenceEmbeddingConfig`: the settings, read before TensorFlow is imported
   task.py      `SentenceEmbeddingTask`: the losses, Spearman's correlation, predictions
+  export.py    the model rebuilt for export_huggingface.py (sentence-transformers' layout)
 """
 
 from typing import TYPE_CHECKING
@@ -24,6 +25,11 @@ def _config():
     return config
 
 
+def _export():
+    from tasks.sentence_embedding import export
+    return export
+
+
 def _task():
     from tasks.sentence_embedding import task
     return task
@@ -32,7 +38,9 @@ def _task():
 ENTRY = registry.register(registry.TaskEntry(
     name="sentence_embedding", aliases=("sentence-embedding", "bi_encoder"),
     task_class=lambda: _task().SentenceEmbeddingTask,
-    config_class=lambda: _config().SentenceEmbeddingConfig))
+    config_class=lambda: _config().SentenceEmbeddingConfig,
+    export=registry.ExportEntry(options=lambda: _config().SentenceEmbeddingExportOptions,
+                                build_model=lambda: _export().model_for_export)))
 
 __all__ = ["BertSentenceEncoder", "SentenceEmbeddingConfig", "SentenceEmbeddingTask"]
 __getattr__ = registry.lazy_names(__name__, {

@@ -3,6 +3,9 @@
 that a wrong flag is answered at once.
 
 Pipeline position: flags -> this config -> `tasks.sentence_embedding.task` (training).
+
+`SentenceEmbeddingExportOptions`: what the export scripts need beyond the checkpoint (the
+pooling the run trained with, recorded by it), defined as their flags the same way.
 """
 
 import dataclasses
@@ -21,6 +24,7 @@ SCORED_OBJECTIVES = ("cosine_similarity",)
 # (sentence-transformers' Pooling modes); "auto" reads a sentence-transformers folder's
 # Pooling module, else takes the mean (sentence-transformers' choice for a BERT model).
 POOLINGS = ("auto", "mean", "cls")
+TRAINED_POOLINGS = POOLINGS[1:]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,3 +87,13 @@ class SentenceEmbeddingConfig(FineTuningConfig):
     def scored(self):
         """Whether the objective trains on scores."""
         return self.objective in SCORED_OBJECTIVES
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SentenceEmbeddingExportOptions:
+    """What an export of a sentence encoder needs beyond its checkpoint; a training run
+    records it (`SentenceEmbeddingTask.export_options`)."""
+    pooling: str = setting(
+        "mean", choices=TRAINED_POOLINGS,
+        help="Sentence embeddings: the pooling the model was trained with, mean or cls "
+        "(default the training run's).")

@@ -36,7 +36,8 @@ class BertSentenceEncoder(EncoderModel):
         dict with "embeddings", float32 [batch, hidden_size] or [batch, group,
         hidden_size].
     """
-    hf_architecture = "BertModel"
+    hf_architecture = "BertModel"  # exported in sentence-transformers' layout around it
+    hf_encoder_prefix = ""
 
     def __init__(self, encoder, *, pooling="mean", **kwargs):
         super().__init__(encoder, **kwargs)
@@ -58,6 +59,34 @@ class BertSentenceEncoder(EncoderModel):
         if grouped:
             vectors = ops.reshape(vectors, (shape[0], shape[1], vectors.shape[-1]))
         return {"embeddings": vectors}
+
+    @property
+    def hf_has_pooler(self):
+        """The tanh pooler goes with the weights where Hugging Face's BertModel has its
+        shape (it reads [CLS]); sentence-transformers never reads it."""
+        return self.encoder.bert_config().pooling == "cls"
+
+    def hf_extra_files(self):
+        """{path: JSON object}: the files that make the Hugging Face folder a
+        sentence-transformers model (its modules: the transformer, this pooling, the L2
+        normalisation; its settings: inputs up to the model's positions, cosine
+        similarity), as sentence-transformers writes them."""
+        modules = [("Transformer", ""), ("Pooling", "1_Pooling"), ("Normalize", "2_Normalize")]
+        hidden = self.encoder.hidden_size
+        return {
+            "modules.json": [{"idx": i, "name": str(i), "path": path,
+                              "type": f"sentence_transformers.models.{kind}"}
+                             for i, (kind, path) in enumerate(modules)],
+            "1_Pooling/config.json": {
+                "word_embedding_dimension": hidden,
+                "pooling_mode_cls_token": self.pooling == "cls",
+                "pooling_mode_mean_tokens": self.pooling == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False},
+            "sentence_bert_config.json": {
+                "max_seq_length": self.encoder.bert_config().max_position_embeddings,
+                "do_lower_case": False},  # (the tokenizer's own casing applies)
+            "config_sentence_transformers.json": {"similarity_fn_name": "cosine"}}
 
     def _head_config(self):
         return {"pooling": self.pooling}

@@ -21,6 +21,7 @@ from absl import logging
 from common import tables
 from common.scores import pearson, row_cosines, spearman
 from tasks.sentence_embedding import data, features
+from tasks.sentence_embedding.config import SentenceEmbeddingExportOptions
 from tasks.sentence_embedding.model import BertSentenceEncoder
 from tasks.sentence_embedding.pooling import sentence_pooling
 from text.tokenization import FullTokenizer
@@ -101,6 +102,9 @@ class SentenceEmbeddingTask(Task):
             logging.warning("%s: the scores lie in [%g, %g], a fifth of the scale [%g, %g] "
                             "or less; set --min_score and --max_score to their scale.",
                             path, min(scores), max(scores), c.min_score, c.max_score)
+
+    def export_options(self):
+        return SentenceEmbeddingExportOptions(pooling=self.pooling)
 
     def input_paths(self):
         return dict(super().input_paths(),
