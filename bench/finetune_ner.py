@@ -12,7 +12,6 @@ exactly the independently converted iob2/ files.
 """
 
 import dataclasses
-import json
 import os
 import shlex
 import shutil
@@ -47,7 +46,7 @@ def main(settings):
     folder = os.path.join(settings.shared_dir, "conll2003")
     work = settings.work_dir or tempfile.mkdtemp(prefix="ner_")
     if settings.in_process:
-        return print("RESULT " + json.dumps(hugging_face(settings, model_dir, work)))
+        return harness.print_result(hugging_face(settings, model_dir, work))
     check_conversion(folder)
     data, count = write_subset(folder, work, settings.train_sentences)
     results = {}
@@ -109,7 +108,7 @@ def ours(settings, model_dir, data, work):
             f"--num_train_epochs={settings.epochs}", f"--output_dir={out}"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
     launched = time.time()
-    seconds, _ = harness.in_fresh_process(argv, env=_threads(settings))
+    seconds, _ = harness.in_fresh_process(argv, env=settings.thread_env())
     print(harness.said(harness.process_breakdown(os.path.join(out, "log.txt"), launched,
                                                  launched + seconds)), flush=True)
     with open(os.path.join(out, "eval_results.txt"), encoding="utf-8") as f:
@@ -123,9 +122,8 @@ def hugging_face_process(settings, model_dir, data, work):
             f"--work_dir={data}", "--in_process=hugging_face"] + [
         f"--{name}={getattr(settings, name)}" for name in
         ("epochs", "max_seq_length", "learning_rate", "batch_size", "threads")]
-    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=_threads(settings))
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return seconds, json.loads(line[len("RESULT "):])[1]["f1"]
+    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=settings.thread_env())
+    return seconds, harness.read_result(done.stdout)[1]["f1"]
 
 
 def hugging_face(settings, model_dir, data):
@@ -144,10 +142,6 @@ def hugging_face(settings, model_dir, data):
         model_dir, read("eng.train"), read("eng.testa"), settings.max_seq_length,
         settings.batch_size, settings.learning_rate, settings.epochs)
 
-
-def _threads(settings):
-    return {"TF_NUM_INTRAOP_THREADS": str(settings.threads),
-            "OMP_NUM_THREADS": str(settings.threads)}
 
 
 if __name__ == "__main__":

@@ -95,8 +95,8 @@ def main(settings):
     if settings.hf_seed is not None:  # the hf_process run's own process
         import torch
         torch.set_num_threads(settings.threads)
-        return print("RESULT " + json.dumps(hugging_face(settings, model_dir, train, dev,
-                                                         settings.hf_seed)))
+        return harness.print_result(hugging_face(settings, model_dir, train, dev,
+                                                 settings.hf_seed))
     from common import quiet
     quiet.quiet_tensorflow_start()
     import tensorflow as tf
@@ -214,8 +214,7 @@ def whole_process(name, settings, model_dir, data, out, seed):
          f"--max_seq_length={settings.max_seq_length}", f"--batch_size={settings.batch_size}",
          f"--learning_rate={settings.learning_rate}", f"--threads={settings.threads}",
          f"--work_dir={out}", f"--hf_seed={seed}"], cwd=ROOT, env=threads)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return seconds, json.loads(line[len("RESULT "):])[1]
+    return seconds, harness.read_result(done.stdout)[1]
 
 
 def dev_pass_and_serving(settings, model_dir, data, out, dev):

@@ -52,7 +52,7 @@ def main(settings):
     work = settings.work_dir or tempfile.mkdtemp(prefix="squad_")
     os.makedirs(work, exist_ok=True)
     if settings.in_process:
-        return print("RESULT " + json.dumps(hugging_face(settings, model_dir, work)))
+        return harness.print_result(hugging_face(settings, model_dir, work))
     dev_path = os.path.join(settings.shared_dir, "squad", "dev-v1.1.json")
     time_feature_conversion(dev_path, model_dir)
     questions = write_split(dev_path, work, settings.train_articles,
@@ -121,7 +121,7 @@ def ours(settings, model_dir, work):
             f"--output_dir={out}"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
     launched = time.time()
-    seconds, done = harness.in_fresh_process(argv, env=_threads(settings))
+    seconds, done = harness.in_fresh_process(argv, env=settings.thread_env())
     print(harness.said(harness.process_breakdown(
         os.path.join(out, "log.txt"), launched, launched + seconds,
         results_line="Predicted")), flush=True)
@@ -135,9 +135,8 @@ def hugging_face_process(settings, model_dir, work):
             f"--work_dir={work}", "--in_process=hugging_face"] + [
         f"--{name}={getattr(settings, name)}" for name in
         ("epochs", "max_seq_length", "doc_stride", "batch_size", "learning_rate", "threads")]
-    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=_threads(settings))
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return seconds, json.loads(line[len("RESULT "):])[1]
+    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=settings.thread_env())
+    return seconds, harness.read_result(done.stdout)[1]
 
 
 def hugging_face(settings, model_dir, work):
@@ -151,10 +150,6 @@ def hugging_face(settings, model_dir, work):
         settings.max_seq_length, settings.doc_stride, settings.batch_size,
         settings.learning_rate, settings.epochs)
 
-
-def _threads(settings):
-    return {"TF_NUM_INTRAOP_THREADS": str(settings.threads),
-            "OMP_NUM_THREADS": str(settings.threads)}
 
 
 if __name__ == "__main__":

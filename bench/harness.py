@@ -16,6 +16,7 @@ rounds, and a Markdown table.
 
 import dataclasses
 import datetime
+import json
 import os
 import re
 import statistics
@@ -109,6 +110,20 @@ def matmul_peak(dtype="float32"):
 
 
 # --- Measuring ----------------------------------------------------------------------------
+
+RESULT_PREFIX = "RESULT "  # the line a peer's process prints its figures on, as JSON
+
+
+def print_result(figures):
+    """Prints a peer process's figures (JSON-able) for `read_result`."""
+    print(RESULT_PREFIX + json.dumps(figures), flush=True)
+
+
+def read_result(stdout):
+    """The figures a peer process printed with `print_result`."""
+    line = next(x for x in stdout.splitlines() if x.startswith(RESULT_PREFIX))
+    return json.loads(line[len(RESULT_PREFIX):])
+
 
 def in_fresh_process(argv, *, env=None, cwd=None, capture=True, check=True, timeout=None):
     """Runs `argv` (a list; a leading "python" means this interpreter) in a new process,
@@ -249,6 +264,11 @@ class Rounds:
 class Threads:
     threads: int = setting(2, help="Threads of every implementation (TensorFlow's pools, "
                            "PyTorch's, ONNX Runtime's).")
+
+    def thread_env(self):
+        """The environment that gives a process's TensorFlow and OpenMP pools `threads`."""
+        return {"TF_NUM_INTRAOP_THREADS": str(self.threads),
+                "OMP_NUM_THREADS": str(self.threads)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,6 @@ from launch to exit; beside the start model's own score.
 """
 
 import dataclasses
-import json
 import os
 import shlex
 import shutil
@@ -47,8 +46,7 @@ def main(settings):
     data = os.path.join(settings.shared_dir, "glue", "STS-B")
     work = settings.work_dir or tempfile.mkdtemp(prefix="sentence_embeddings_")
     if settings.in_process:
-        return print("RESULT " + json.dumps(sentence_transformers(settings, model_dir, data,
-                                                                  work)))
+        return harness.print_result(sentence_transformers(settings, model_dir, data, work))
     results = {}
     for peer in settings.peers.split(","):
         results[peer] = (ours if peer == "ours" else sentence_transformers_process)(
@@ -82,7 +80,7 @@ def ours(settings, model_dir, data, work):
               f"--max_seq_length={settings.max_seq_length}", "--do_eval"]
     before = os.path.join(work, "ours_before")
     shutil.rmtree(before, ignore_errors=True)
-    harness.in_fresh_process(common + [f"--output_dir={before}"], env=_threads(settings))
+    harness.in_fresh_process(common + [f"--output_dir={before}"], env=settings.thread_env())
     out = os.path.join(work, "ours")
     shutil.rmtree(out, ignore_errors=True)
     argv = common + ["--do_train", f"--train_batch_size={settings.batch_size}",
@@ -91,7 +89,7 @@ def ours(settings, model_dir, data, work):
                      f"--output_dir={out}"]
     print("$", " ".join(shlex.quote(a) for a in argv), flush=True)
     launched = time.time()
-    seconds, _ = harness.in_fresh_process(argv, env=_threads(settings))
+    seconds, _ = harness.in_fresh_process(argv, env=settings.thread_env())
     print(harness.said(harness.process_breakdown(os.path.join(out, "log.txt"), launched,
                                                  launched + seconds)), flush=True)
     return {"before": float(_results(before)["spearman_cosine"]),
@@ -105,24 +103,17 @@ def sentence_transformers_process(settings, model_dir, data, work):
             f"--work_dir={work}", "--in_process=sentence_transformers"] + [
         f"--{name}={getattr(settings, name)}" for name in
         ("epochs", "max_seq_length", "learning_rate", "batch_size", "seed", "threads")]
-    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=_threads(settings))
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    result = json.loads(line[len("RESULT "):])
+    seconds, done = harness.in_fresh_process(argv, cwd=ROOT, env=settings.thread_env())
+    result = harness.read_result(done.stdout)
     # (its start model's evaluation left out, as ours runs in a process of its own)
     return dict(result, seconds=seconds - result.pop("before_seconds"))
 
 
-def _sts_rows(path):
-    """(sentence1, sentence2, score) of a GLUE STS-B file (tab-separated, no quoting)."""
-    import csv
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        return [(r["sentence1"], r["sentence2"], float(r["score"])) for r in rows]
-
-
 def sentence_transformers(settings, model_dir, data, work):
-    """{"before", "after": dev Spearman, "before_seconds"} of sentence-transformers' trainer, as its STS-B
-    example trains (scores scaled to [0, 1], CosineSimilarityLoss), in this process."""
+    """{"before", "after": dev Spearman, "before_seconds"} of sentence-transformers'
+    trainer, as its STS-B example trains (scores scaled to [0, 1], CosineSimilarityLoss),
+    in this process; the files read by the task's own reader, so both sides see the same
+    pairs."""
     import datasets
     import torch
     from sentence_transformers import (
@@ -134,18 +125,25 @@ def sentence_transformers(settings, model_dir, data, work):
         EmbeddingSimilarityEvaluator,
     )
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
+
+    from tasks.sentence_embedding.data import Columns, read_pairs
     torch.set_num_threads(settings.threads)
-    train, dev = (_sts_rows(os.path.join(data, name)) for name in ("train.tsv", "dev.tsv"))
+    columns = Columns("sentence1", "sentence2", score="score")
+
+    def scaled(name):  # sentence-transformers' columns, the scores scaled to [0, 1]
+        pairs = read_pairs(os.path.join(data, name), columns, (0, 5))
+        return {"sentence1": [p.text_a for p in pairs], "sentence2": [p.text_b for p in pairs],
+                "score": [p.score / 5 for p in pairs]}
+
+    train, dev = scaled("train.tsv"), scaled("dev.tsv")
     model = SentenceTransformer(model_dir, device="cpu")
     model.max_seq_length = settings.max_seq_length
-    evaluator = EmbeddingSimilarityEvaluator(*zip(*[(a, b, s / 5) for a, b, s in dev]),
+    evaluator = EmbeddingSimilarityEvaluator(dev["sentence1"], dev["sentence2"], dev["score"],
                                              name="dev")
     started = time.perf_counter()
     before = evaluator(model)["dev_spearman_cosine"]
     before_seconds = time.perf_counter() - started
-    dataset = datasets.Dataset.from_dict({"sentence1": [a for a, _, _ in train],
-                                          "sentence2": [b for _, b, _ in train],
-                                          "score": [s / 5 for _, _, s in train]})
+    dataset = datasets.Dataset.from_dict(train)
     args = SentenceTransformerTrainingArguments(
         output_dir=os.path.join(work, "sentence_transformers"),
         num_train_epochs=settings.epochs, per_device_train_batch_size=settings.batch_size,
@@ -156,10 +154,6 @@ def sentence_transformers(settings, model_dir, data, work):
     return {"before": before, "after": evaluator(model)["dev_spearman_cosine"],
             "before_seconds": before_seconds}
 
-
-def _threads(settings):
-    return {"TF_NUM_INTRAOP_THREADS": str(settings.threads),
-            "OMP_NUM_THREADS": str(settings.threads)}
 
 
 if __name__ == "__main__":

@@ -174,6 +174,12 @@ class Task:
         return ("tokens",)
 
 
+def requested_splits(do_train, do_eval, do_predict):
+    """The data splits a run's stages read: "train", "dev", "test", in that order."""
+    return [split for split, on in (("train", do_train), ("dev", do_eval),
+                                    ("test", do_predict)) if on]
+
+
 def model_inputs(batch):
     """The encoder's inputs of a batch of features."""
     return {name: batch[name] for name in INPUT_NAMES}

@@ -25,6 +25,7 @@ from training.task import (
     Task,
     TrainInput,
     array_dataset_fn,
+    requested_splits,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -50,9 +51,7 @@ class MultipleChoiceTask(Task):
         """Reads (and checks) every file the run uses."""
         c = self.config
         self.format = data.data_format(c.data_dir, c.data_format)
-        wanted = [split for split, on in (("train", do_train), ("dev", do_eval),
-                                          ("test", do_predict)) if on]
-        for split in wanted:
+        for split in requested_splits(do_train, do_eval, do_predict):
             path = data.find_split(c.data_dir, split, self.format)
             examples = data.read_examples(path, self.format, labelled=split != "test")
             self.splits[split] = (path, examples)

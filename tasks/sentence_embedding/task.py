@@ -30,6 +30,7 @@ from training.task import (
     Task,
     TrainInput,
     array_dataset_fn,
+    requested_splits,
     static_shapes_needed,
     steps_for_epochs,
     token_count,
@@ -57,7 +58,7 @@ class SentenceEmbeddingTask(Task):
     name = "sentence_embedding"
     main_metric = "spearman_cosine"
     skip_padding = True  # a sentence vector reads its real tokens only
-    export_takes_text = False  # (no export yet)
+    export_takes_text = False  # exported to Hugging Face's layout: no in-graph tokenizer
 
     def __init__(self, config):
         super().__init__(config)
@@ -71,14 +72,13 @@ class SentenceEmbeddingTask(Task):
         """Reads (and checks) every file the run uses, and settles the pooling."""
         c = self.config
         self.pooling = sentence_pooling(c.pooling, c.init_checkpoint)
-        for split, on in (("train", do_train), ("dev", do_eval), ("test", do_predict)):
-            if on:
-                path = data.find_split(c.data_dir, split)
-                pairs = data.read_pairs(path, self._columns(split), c.score_range,
-                                        fallback=None if split == "train" else
-                                        data.SCORED_PAIR_TEXTS)
-                self.splits[split] = (path, pairs)
-                logging.info("%s: %d %s pairs.", path, len(pairs), split)
+        for split in requested_splits(do_train, do_eval, do_predict):
+            path = data.find_split(c.data_dir, split)
+            pairs = data.read_pairs(path, self._columns(split), c.score_range,
+                                    fallback=None if split == "train" else
+                                    data.SCORED_PAIR_TEXTS)
+            self.splits[split] = (path, pairs)
+            logging.info("%s: %d %s pairs.", path, len(pairs), split)
         if "train" in self.splits and c.scored:
             self._check_scale(*self.splits["train"])
         logging.info("Sentence vectors: the %s of the last layer's vectors; objective %s.",
@@ -132,7 +132,7 @@ class SentenceEmbeddingTask(Task):
 
     # ------------------------------------------------------------------ the loss
     def loss(self, model, batch, normalizers, training):
-        vectors = tf.cast(self.encode(model, batch, training)["embeddings"], tf.float32)
+        vectors = self.encode(model, batch, training)["embeddings"]  # float32
         u, v = vectors[:, 0], vectors[:, 1]
         if self.config.scored:
             per_pair = cosine_similarity_loss(u, v, batch["targets"])
